@@ -1,0 +1,44 @@
+"""Shared test helpers: devices, eager comparison, fresh Dynamo state per test."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("PYTORCH_ENABLE_XPU_FALLBACK", "0")  # a silent CPU fallback on XPU must show up
+
+import pytest
+import torch
+
+import xpu_lite
+from xpu_lite.runtime import device_available
+
+DEVICES = ("cpu", "cuda", "xpu")
+
+
+def skip_unless(device: str):
+    return pytest.mark.skipif(not device_available(device), reason=f"no {device} device on this machine")
+
+
+@pytest.fixture(params=[pytest.param(d, marks=skip_unless(d)) for d in DEVICES])
+def device(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    xpu_lite.reset_counters()
+    yield
+    torch._dynamo.reset()
+
+
+def assert_bitwise(actual, expected) -> None:
+    """Lite-mode fallbacks are eager calls: shape, dtype and every bit must match."""
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_bitwise(a, e)
+        return
+    assert isinstance(actual, torch.Tensor), type(actual)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype, (actual.shape, expected.shape)
+    assert actual.device == expected.device
+    assert torch.equal(actual, expected), f"max abs diff {(actual.double() - expected.double()).abs().max()}"

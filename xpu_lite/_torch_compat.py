@@ -1,0 +1,178 @@
+"""Every private PyTorch API xpu_lite relies on, in one place.
+
+A torch upgrade that moves one of these should touch this file only. Tested against
+torch 2.13 (CI pin); the imports below are the contract.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
+from typing import Any
+
+import sympy
+import torch
+import torch.fx.traceback as fx_traceback
+from torch._decomp import core_aten_decompositions
+from torch._dispatch.python import enable_python_dispatcher
+from torch._functorch.aot_autograd import aot_module_simplified
+from torch._subclasses import fake_impls
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+from torch.utils._sympy.printers import PythonPrinter
+
+__all__ = [
+    "aot_module_simplified",
+    "core_aten_decompositions",
+    "current_annotation",
+    "below_autograd",
+    "enable_python_dispatcher",
+    "free_unbacked_symbols",
+    "override_cia_kernels",
+    "preservable_cia_ops",
+    "PythonPrinter",
+    "sym_expr",
+    "cia_decomposition",
+]
+
+DK = torch._C.DispatchKey
+_AUTOGRAD_KEY = {
+    "cpu": DK.AutogradCPU,
+    "cuda": DK.AutogradCUDA,
+    "xpu": DK.AutogradXPU,
+    "meta": DK.AutogradMeta,
+}
+_BACKEND_KEY = {"cpu": DK.CPU, "cuda": DK.CUDA, "xpu": DK.XPU, "meta": DK.Meta}
+
+
+def current_annotation() -> dict[str, Any]:
+    """The `custom` annotations of the FX node being traced right now (AOTAutograd retrace)."""
+    return fx_traceback.current_meta.get("custom") or {}
+
+
+def below_autograd() -> contextlib.AbstractContextManager[None]:
+    return torch._C._AutoDispatchBelowAutograd()
+
+
+def sym_expr(value: Any) -> sympy.Expr | None:
+    """The sympy expression behind a SymInt/SymFloat/SymBool, a constant for plain numbers."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return value.node.expr
+    if isinstance(value, bool):
+        return sympy.true if value else sympy.false
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    return None
+
+
+@lru_cache(maxsize=1)
+def preservable_cia_ops() -> frozenset[torch._ops.OpOverload]:
+    """Functional CompositeImplicitAutograd ops that may stay one node (torch.export's list)."""
+    from torch._export.utils import _collect_all_valid_cia_ops
+
+    return frozenset(_collect_all_valid_cia_ops())
+
+
+def is_cia_op(op: torch._ops.OpOverload) -> bool:
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), DK.CompositeImplicitAutograd)
+
+
+def cia_decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    """The op's own CompositeImplicitAutograd body, callable without recursing into overrides."""
+    from torch._export.utils import _get_decomp_for_cia
+
+    return _get_decomp_for_cia(op)
+
+
+@contextlib.contextmanager
+def override_cia_kernels(
+    kernels: dict[torch._ops.OpOverload, tuple[Callable[..., Any], Callable[..., Any]]],
+    device_types: Iterable[str],
+) -> Iterator[None]:
+    """Install python-dispatcher kernels on CIA ops for the duration of one trace.
+
+    `kernels[op] = (autograd_kernel, cia_kernel)`. The CIA kernel returning NotImplemented
+    tells make_fx and FakeTensorMode to keep the op as one node (the torch.export
+    mechanism, `_override_composite_implicit_decomp`); the autograd kernel decides what
+    happens above autograd. Backend keys and the fake rule keep the original composite body
+    so that running the op (fake propagation, constants) still works. Everything is
+    restored on exit. Needs `enable_python_dispatcher()` around the trace.
+    """
+    types = sorted({*device_types, "cpu", "meta"})
+    autograd_keys = [_AUTOGRAD_KEY[t] for t in types if t in _AUTOGRAD_KEY]
+    backend_keys = [_BACKEND_KEY[t] for t in types if t in _BACKEND_KEY]
+    saved: dict[torch._ops.OpOverload, dict[Any, Any]] = {}
+    fake_rules: list[torch._ops.OpOverload] = []
+    try:
+        for op, (autograd_kernel, cia_kernel) in kernels.items():
+            original = cia_decomposition(op)
+            saved[op] = op.py_kernels.copy()
+            for key in autograd_keys:
+                op.py_kernels.setdefault(key, autograd_kernel)
+            op.py_kernels[DK.CompositeImplicitAutograd] = cia_kernel
+            for key in backend_keys:
+                op.py_kernels.setdefault(key, original)
+            op._dispatch_cache.clear()
+            if op not in fake_impls.op_implementations_dict:
+                fake_impls.op_implementations_dict[op] = _fake_rule(original)
+                fake_rules.append(op)
+        yield
+    finally:
+        for op, table in saved.items():
+            op.py_kernels.clear()
+            op.py_kernels.update(table)
+            op._dispatch_cache.clear()
+        for op in fake_rules:
+            fake_impls.op_implementations_dict.pop(op, None)
+
+
+def _fake_rule(original: Callable[..., Any]) -> Callable[..., Any]:
+    # Run the composite body under fake mode before FakeTensorMode tries the meta device:
+    # some CIA bodies branch on the device (see torch.export's note on sdpa).
+    def rule(fake_mode: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+        with fake_mode:
+            return original(*args, **kwargs)
+
+    return rule
+
+
+def fake_tensor_device(example_inputs: Iterable[Any]) -> str:
+    """Device type of the graph: the first tensor input's, else cpu."""
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            return value.device.type
+    return "cpu"
+
+
+def dynamo_recompile_count() -> int:
+    """How many times Dynamo recompiled a frame in this process (for the demo and benchmarks)."""
+    from torch._dynamo.utils import counters
+
+    return sum(counters["recompiles"].values()) if "recompiles" in counters else 0
+
+
+def dynamo_reset() -> None:
+    torch._dynamo.reset()
+
+
+def dynamo_config_patch(**changes: Any) -> contextlib.AbstractContextManager[None]:
+    return torch._dynamo.config.patch(**changes)
+
+
+def orig_callable(fn: Any) -> Any:
+    """The user's function behind a torch.compile wrapper, or fn itself."""
+    if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule):
+        return fn._orig_mod
+    return getattr(fn, "_torchdynamo_orig_callable", fn)
+
+
+def register_dynamo_backend(name: str, fn: Callable[..., Any]) -> None:
+    """Register `name` for torch.compile(backend=name); a no-op when already registered.
+
+    When Dynamo already knows the name from the torch_dynamo_backends entry point, it
+    registers the function itself when it loads that entry point (which imports us):
+    registering here too would be a duplicate.
+    """
+    from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_backend
+
+    if name not in _COMPILER_FNS and _BACKENDS.get(name) is None:
+        register_backend(name=name)(fn)

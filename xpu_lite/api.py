@@ -1,0 +1,56 @@
+"""User-facing helpers: run_and_get_code and explain."""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from . import _torch_compat as compat
+from .backend import compile_fx
+from .config import parse_config
+from .report import ExplainReport, capture
+
+
+def run_and_get_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+    """Run fn(*args, **kwargs); return (result, [wrapper source of each graph compiled meanwhile]).
+
+    Forward graphs come before their backward graph. Only graphs compiled during this call
+    are seen: if fn was already compiled for these inputs, call torch._dynamo.reset() first.
+    """
+    with capture() as reports:
+        result = fn(*args, **kwargs)
+    if not reports:
+        warnings.warn(
+            "xpu_lite.run_and_get_code: no graph was compiled during this call (is fn compiled with "
+            "backend='xpu_lite', and not already compiled for these inputs? torch._dynamo.reset() clears it)",
+            stacklevel=2,
+        )
+    return result, [r.source for r in reports]
+
+
+def explain(
+    fn: Callable[..., Any],
+    *args: Any,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    dynamic: bool | None = None,
+    **kwargs: Any,
+) -> ExplainReport:
+    """Compile fn with xpu_lite (mode/options as in torch.compile), run it once, and report
+    every aten node of every graph: kernel / fallback / size / assert, and why.
+
+    A torch.compile'd fn is unwrapped and compiled afresh with the settings given here.
+    A backward graph is included if fn itself runs backward.
+    """
+    config = parse_config(mode, options)
+    original = compat.orig_callable(fn)
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        return compile_fx(gm, example_inputs, config)
+
+    compiled = torch.compile(original, backend=backend, dynamic=dynamic)
+    with capture() as reports:
+        compiled(*args, **kwargs)
+    return ExplainReport(tuple(reports))

@@ -1,0 +1,287 @@
+"""aten FX graph + decisions -> one deterministic Python module with `call(args)`.
+
+Input: the graph from AOTAutograd and {node name: Decision}. Output: WrapperCode (source
+text plus the constants it references). The module binds size symbols from its inputs
+(SymInt arguments and input tensor sizes) and from data-dependent outputs, computes size
+arithmetic as plain Python, checks runtime asserts, calls fallbacks as
+`torch.ops.<ns>.<op>.<overload>(...)`, frees buffers after their last use, and emits no
+call whose result nobody reads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+from collections.abc import Iterable
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from .._torch_compat import sym_expr
+from ..decomp import is_random
+from ..lowering import Decision, DecisionKind, LoweringError
+from .emitter import Emitter
+from .printer import pexpr
+
+aten = torch.ops.aten
+
+_BINARY = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//",
+    operator.truediv: "/", operator.mod: "%", operator.pow: "**", operator.eq: "==",
+    operator.ne: "!=", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
+    operator.and_: "&", operator.or_: "|",
+}
+_CALLS = {
+    operator.neg: "-({})", operator.pos: "+({})", operator.not_: "not {}", torch.sym_not: "not {}",
+    operator.abs: "abs({})", torch.sym_float: "float({})", torch.sym_int: "int({})",
+    torch.sym_max: "max({}, {})", torch.sym_min: "min({}, {})", torch.sym_sqrt: "math.sqrt({})",
+    torch.sym_ite: "({1} if {0} else {2})", aten.sym_size.int: "{}.size({})",
+    aten.sym_stride.int: "{}.stride({})", aten.sym_numel.default: "{}.numel()",
+    aten.sym_storage_offset.default: "{}.storage_offset()",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class WrapperCode:
+    name: str
+    source: str
+    constants: dict[str, Any]
+    emitted: frozenset[str]  # FX nodes that became a line of code (the rest was dead)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Binding:
+    producer: torch.fx.Node
+    access: str  # "{}.size(0)" formatted with the producer's variable
+
+
+def generate_wrapper(gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str) -> WrapperCode:
+    return _WrapperBuilder(gm, decisions, name).build()
+
+
+class _WrapperBuilder:
+    def __init__(self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str) -> None:
+        self.gm, self.decisions, self.name = gm, decisions, name
+        self.nodes = list(gm.graph.nodes)
+        self.placeholders = [n for n in self.nodes if n.op == "placeholder"]
+        self.output = next(n for n in self.nodes if n.op == "output")
+        self.bindings: dict[sympy.Symbol, _Binding] = {}
+        self.bound_at: dict[torch.fx.Node, list[sympy.Symbol]] = {}
+        self.size_expr: dict[torch.fx.Node, sympy.Expr] = {}  # size nodes printed from symbols
+        self.deps: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+        self.names: dict[torch.fx.Node, str] = {}
+        self.constants: dict[str, Any] = {}
+
+    # -- analysis ---------------------------------------------------------------------
+    def _bind_from(self, node: torch.fx.Node) -> None:
+        """Record every symbol that `node`'s value exposes as a bare size or scalar."""
+        val = node.meta.get("val")
+        for access, expr in _exposed(val):
+            if isinstance(expr, sympy.Symbol) and expr not in self.bindings:
+                self.bindings[expr] = _Binding(node, access)
+                self.bound_at.setdefault(node, []).append(expr)
+
+    def _analyse(self) -> None:
+        for node in self.nodes:
+            if node.op == "placeholder":
+                self.deps[node] = []
+            elif node.op == "output":
+                self.deps[node] = list(node.all_input_nodes)
+            elif node.op == "get_attr":
+                self.deps[node] = []
+            else:
+                kind = self.decisions[node.name].kind
+                expr = sym_expr(node.meta.get("val")) if kind is DecisionKind.SIZE else None
+                if expr is not None and expr.free_symbols <= self.bindings.keys():
+                    self.size_expr[node] = expr
+                    self.deps[node] = sorted({self.bindings[s].producer for s in expr.free_symbols}, key=self.nodes.index)
+                else:
+                    self.deps[node] = list(node.all_input_nodes)
+            self._bind_from(node)
+
+    def _is_root(self, node: torch.fx.Node) -> bool:
+        if node.op == "output":
+            return True
+        if node.op != "call_function":
+            return False
+        if self.decisions[node.name].kind is DecisionKind.ASSERT:
+            return True
+        target = node.target
+        return isinstance(target, torch._ops.OpOverload) and (target._schema.is_mutable or is_random(target))
+
+    def _live(self) -> set[torch.fx.Node]:
+        live: set[torch.fx.Node] = set(self.placeholders)
+        stack = [n for n in self.nodes if self._is_root(n)]
+        while stack:
+            node = stack.pop()
+            if node not in live or node.op == "placeholder":
+                live.add(node)
+                stack.extend(d for d in self.deps[node] if d not in live)
+        return live
+
+    # -- emission ---------------------------------------------------------------------
+    def build(self) -> WrapperCode:
+        self._analyse()
+        live = self._live()
+        needed = set().union(*(e.free_symbols for n, e in self.size_expr.items() if n in live))
+        last_use = _last_uses([n for n in self.nodes if n in live], self.deps)
+
+        body = Emitter()
+        names = [f"arg{i}" for i in range(len(self.placeholders))]
+        self.names.update(zip(self.placeholders, names))
+        if names:
+            body.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = args", ", ".join(n.name for n in self.placeholders))
+        body.line("args.clear()", "inputs are owned here from now on (boxed calling convention)")
+        counter = 0
+        emitted: set[str] = set()
+        for node in self.nodes:
+            if node not in live or node.op == "output":
+                continue
+            if node.op == "call_function":
+                var = f"buf{counter}"
+                counter += 1
+                self.names[node] = var
+                self._emit_node(body, node, var)
+                emitted.add(node.name)
+            elif node.op == "get_attr":
+                var = f"_const{len(self.constants)}"
+                self.names[node] = var
+                self.constants[var] = _fetch_attr(self.gm, str(node.target))
+                emitted.add(node.name)
+            elif node.op != "placeholder":
+                raise LoweringError(node.op, node.name, "unsupported FX node kind in an aten graph")
+            for symbol in self.bound_at.get(node, []):
+                if symbol in needed:
+                    access = self.bindings[symbol].access.format(self.names[node])
+                    body.line(f"{symbol} = {access}", f"size symbol {symbol} from {node.name}")
+            dead = [self.names[d] for d in last_use.get(node, []) if d.op == "call_function" and self.names.get(d)]
+            if dead:
+                body.line(f"del {', '.join(dead)}", f"last use in {node.name}")
+        outputs = self._src(self.output.args[0])
+        body.line(f"return {outputs}", "output")
+
+        out = Emitter()
+        out.line(f"# xpu_lite wrapper for graph {self.name}. Generated code: deterministic, do not edit.")
+        if "math." in body.text():
+            out.line("import math")
+        out.line("import torch")
+        out.line()
+        out.line()
+        out.line("def call(args):")
+        with out.indent():
+            out.lines(body.text().rstrip("\n").split("\n"))
+        return WrapperCode(self.name, out.text(), dict(self.constants), frozenset(emitted))
+
+    def _emit_node(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
+        decision = self.decisions[node.name]
+        kind, target = decision.kind, node.target
+        if kind is DecisionKind.SIZE:
+            expr = self.size_expr.get(node)
+            if expr is not None:
+                body.line(f"{var} = {pexpr(expr)}", node.name)
+            else:
+                args = [self._src(a) for a in node.args]
+                if target in _BINARY:
+                    body.line(f"{var} = {args[0]} {_BINARY[target]} {args[1]}", node.name)
+                else:
+                    body.line(f"{var} = {_CALLS[target].format(*args)}", node.name)
+        elif kind is DecisionKind.ASSERT:
+            self._emit_assert(body, node, var)
+        elif kind is DecisionKind.UNPACK:
+            body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
+        else:
+            body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", node.name)
+
+    def _emit_assert(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
+        target = node.target
+        value = self._src(node.args[0])
+        if target is aten._assert_scalar.default:
+            cond = node.args[0]
+            expr = sym_expr(cond.meta.get("val")) if isinstance(cond, torch.fx.Node) else sym_expr(cond)
+            text = str(expr) if expr is not None else value
+            check, message = value, f"runtime assertion failed: {text}"
+        else:  # sym_constrain_range(_for_size): value range of a data-dependent size
+            low = node.kwargs.get("min", node.args[1] if len(node.args) > 1 else None)
+            high = node.kwargs.get("max", node.args[2] if len(node.args) > 2 else None)
+            if target is aten.sym_constrain_range_for_size.default and low is None:
+                low = 0
+            parts = [f"{value} >= {low}" if low is not None else "", f"{value} <= {high}" if high is not None else ""]
+            check = " and ".join(p for p in parts if p) or "True"
+            message = f"data-dependent size out of range: {check}"
+        body.line(f"if not ({check}):", node.name)
+        with body.indent():
+            body.line(f"raise RuntimeError({('xpu_lite: ' + message + ' [node ' + node.name + ']')!r})")
+
+    def _call_text(self, target: Any) -> str:
+        if isinstance(target, torch._ops.OpOverload):
+            return f"torch.ops.{target}"
+        var = f"_fn{len(self.constants)}"
+        self.constants[var] = target
+        return var
+
+    def _call_args(self, args: Iterable[Any], kwargs: dict[str, Any]) -> str:
+        parts = [self._src(a) for a in args] + [f"{k}={self._src(v)}" for k, v in kwargs.items()]
+        return ", ".join(parts)
+
+    def _src(self, value: Any) -> str:
+        if isinstance(value, torch.fx.Node):
+            return self.names[value]
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(self._src(v) for v in value)
+            return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "math.nan"
+            if math.isinf(value):
+                return "math.inf" if value > 0 else "-math.inf"
+            return repr(value)
+        if value is None or isinstance(value, (bool, int, str)):
+            return repr(value)
+        if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
+            return str(value)
+        if isinstance(value, torch.device):
+            return f"torch.device({str(value)!r})"
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return pexpr(value.node.expr)
+        var = f"_const{len(self.constants)}"
+        self.constants[var] = value
+        return var
+
+
+def _exposed(val: Any) -> list[tuple[str, sympy.Expr]]:
+    """(access template, expression) pairs a runtime value exposes: sizes, strides, itself."""
+    if isinstance(val, torch.Tensor):
+        pairs = [(f"{{}}.size({d})", sym_expr(s)) for d, s in enumerate(val.shape)]
+        if val.layout is torch.strided:
+            pairs += [(f"{{}}.stride({d})", sym_expr(s)) for d, s in enumerate(val.stride())]
+        return pairs
+    if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return [("{}", val.node.expr)]
+    if isinstance(val, (list, tuple)):
+        out: list[tuple[str, sympy.Expr]] = []
+        for i, item in enumerate(val):
+            out += [(access.replace("{}", f"{{}}[{i}]", 1), expr) for access, expr in _exposed(item)]
+        return out
+    return []
+
+
+def _last_uses(order: list[torch.fx.Node], deps: dict[torch.fx.Node, list[torch.fx.Node]]) -> dict[torch.fx.Node, list[torch.fx.Node]]:
+    """node -> the values whose last reader it is (outputs are never freed)."""
+    last: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in order:
+        for dep in deps[node]:
+            last[dep] = node
+    result: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for value, user in last.items():
+        if user.op != "output":
+            result.setdefault(user, []).append(value)
+    return {user: sorted(vals, key=order.index) for user, vals in result.items()}
+
+
+def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj

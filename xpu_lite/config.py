@@ -1,0 +1,127 @@
+"""User-facing settings: `mode` and `options` of torch.compile -> one typed, frozen LiteConfig.
+
+Input: the `mode` string and `options` dict that torch.compile hands to the backend.
+Output: a validated LiteConfig. This is the only module that reads the environment.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from functools import lru_cache
+from typing import Any
+
+import torch
+
+MODES: tuple[str, ...] = ("default", "lite")
+OPTIONS: tuple[str, ...] = ("compile_ops", "keep_ops", "debug_dir", "strict")
+
+# Environment settings (read here and nowhere else).
+ENV_DEBUG_DIR = "XPU_LITE_DEBUG_DIR"
+ENV_DEVICE = "XPU_LITE_DEVICE"
+
+
+@dataclasses.dataclass(frozen=True)
+class LiteConfig:
+    """Everything the pipeline needs to know about what the user asked for."""
+
+    lite: bool = False
+    compile_ops: frozenset[torch._ops.OpOverload] = frozenset()
+    keep_ops: frozenset[torch._ops.OpOverload] = frozenset()
+    debug_dir: str | None = None
+    strict: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "lite" if self.lite else "default"
+
+
+def parse_config(mode: str | None = None, options: dict[str, Any] | None = None) -> LiteConfig:
+    """Validate torch.compile's `mode`/`options` for backend="xpu_lite"."""
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"xpu_lite: mode must be a str or None, got {type(mode).__name__}")
+    if mode not in (None, *MODES):
+        raise ValueError(f"xpu_lite: unknown mode {mode!r}; valid modes: {', '.join(MODES)} (or no mode)")
+    options = {} if options is None else options
+    if not isinstance(options, dict):
+        raise TypeError(f"xpu_lite: options must be a dict, got {type(options).__name__}")
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"xpu_lite: unknown option(s) {', '.join(map(repr, unknown))}; valid options: {', '.join(OPTIONS)}")
+
+    debug_dir = options.get("debug_dir", os.environ.get(ENV_DEBUG_DIR) or None)
+    if debug_dir is not None and not isinstance(debug_dir, (str, os.PathLike)):
+        raise TypeError(f"xpu_lite: option 'debug_dir' must be a path, got {type(debug_dir).__name__}")
+    strict = options.get("strict", False)
+    if not isinstance(strict, bool):
+        raise TypeError(f"xpu_lite: option 'strict' must be a bool, got {type(strict).__name__}")
+    compile_ops = resolve_ops(options.get("compile_ops", ()), "compile_ops")
+    keep_ops = resolve_ops(options.get("keep_ops", ()), "keep_ops")
+    both = compile_ops & keep_ops
+    if both:
+        names = ", ".join(sorted(str(op) for op in both))
+        raise ValueError(f"xpu_lite: {names} is in both 'compile_ops' and 'keep_ops'; an op is either compiled or kept, not both")
+    return LiteConfig(
+        lite=mode == "lite",
+        compile_ops=compile_ops,
+        keep_ops=keep_ops,
+        debug_dir=None if debug_dir is None else os.fspath(debug_dir),
+        strict=strict,
+    )
+
+
+def requested_device() -> str | None:
+    """The device the user forces through the environment, if any (for the demo and benchmarks)."""
+    return os.environ.get(ENV_DEVICE) or None
+
+
+def resolve_ops(spec: Any, option: str) -> frozenset[torch._ops.OpOverload]:
+    """OpOverload / OpOverloadPacket / "aten.x" / "aten.x.overload" (or a list of them) -> overloads."""
+    if isinstance(spec, (str, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        spec = [spec]
+    if not isinstance(spec, (list, tuple, set, frozenset)):
+        raise TypeError(f"xpu_lite: option {option!r} must be a list of ops, got {type(spec).__name__}")
+    ops: set[torch._ops.OpOverload] = set()
+    for item in spec:
+        if isinstance(item, torch._ops.OpOverload):
+            ops.add(item)
+        elif isinstance(item, torch._ops.OpOverloadPacket):
+            ops.update(getattr(item, name) for name in item.overloads())
+        elif isinstance(item, str):
+            ops.update(_ops_from_name(item, option))
+        else:
+            raise TypeError(
+                f"xpu_lite: option {option!r} takes OpOverload, OpOverloadPacket or str "
+                f"such as 'aten.add.Tensor'; got {type(item).__name__} {item!r}"
+            )
+    return frozenset(ops)
+
+
+@lru_cache(maxsize=1)
+def _all_op_names() -> tuple[str, ...]:
+    """'aten.add.Tensor', 'aten.add' ... for every registered operator (for suggestions)."""
+    names: set[str] = set()
+    for full in torch._C._dispatch_get_all_op_names():
+        ns, _, rest = full.partition("::")
+        base, _, overload = rest.partition(".")
+        names.add(f"{ns}.{base}")
+        names.add(f"{ns}.{base}.{overload or 'default'}")
+    return tuple(sorted(names))
+
+
+def _ops_from_name(name: str, option: str) -> list[torch._ops.OpOverload]:
+    text = name.strip().removeprefix("torch.ops.").replace("::", ".")
+    parts = text.split(".")
+    packet = None
+    if len(parts) in (2, 3):
+        try:
+            packet = getattr(getattr(torch.ops, parts[0]), parts[1])
+        except (AttributeError, RuntimeError):
+            packet = None
+    if packet is not None and len(parts) == 2:
+        return [getattr(packet, o) for o in packet.overloads()]
+    if packet is not None and parts[2] in packet.overloads():
+        return [getattr(packet, parts[2])]
+    close = difflib.get_close_matches(text, _all_op_names(), n=5, cutoff=0.6)
+    hint = f"; closest matches: {', '.join(close)}" if close else ""
+    raise ValueError(f"xpu_lite: option {option!r}: no operator named {name!r}{hint}")

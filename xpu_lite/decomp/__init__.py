@@ -1,0 +1,8 @@
+"""Decomposition stage: LiteConfig -> DecompPlan (table, preserved CIA ops, region predicate)."""
+from __future__ import annotations
+
+from .plan import DecompPlan, build_plan, tracing
+from .policy import is_random, policy
+from .regions import REGION_KEY, compile_region, in_region_meta
+
+__all__ = ["DecompPlan", "build_plan", "tracing", "is_random", "policy", "REGION_KEY", "compile_region", "in_region_meta"]

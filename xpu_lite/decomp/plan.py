@@ -1,0 +1,161 @@
+"""LiteConfig -> DecompPlan: the decomposition table, the CIA ops to preserve, and the
+predicate "does this op decompose here", plus the tracing context that applies them.
+
+While AOTAutograd traces, the plan answers for each aten call: decompose (inside a region,
+a compile op, or the default mode) or keep as one node (lite mode outside regions, and
+keep_ops everywhere). CompositeImplicitAutograd ops, which the dispatcher would decompose
+before any table is consulted, are kept through python-dispatcher kernels.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .. import _torch_compat as compat
+from ..config import LiteConfig
+from .policy import policy
+from .regions import REGION_KEY, annotated
+
+COMPILE_OPS_TAG = "xpu_lite:compile_ops"
+
+
+@dataclasses.dataclass(frozen=True)
+class DecompPlan:
+    config: LiteConfig
+    table: dict[Any, Callable[..., Any]]  # what AOTAutograd gets: region-gated decompositions
+    preserved_cia: frozenset[torch._ops.OpOverload]  # CIA ops kept as one node when not selected
+    kept: dict[Any, str]  # op -> why it is never decomposed (policy + keep_ops)
+
+    def decomposes(self, op: Any) -> bool:
+        """At trace time: should `op`, called right now, be decomposed?"""
+        if op in self.kept:
+            return False
+        if not self.config.lite or op in self.config.compile_ops:
+            return True
+        return REGION_KEY in compat.current_annotation()
+
+    def summary(self) -> str:
+        lines = [
+            f"mode: {self.config.mode}",
+            f"decomposed inside regions: {len(self.table)} ops (core ATen decompositions)",
+            f"CompositeImplicitAutograd ops preserved when not selected: {len(self.preserved_cia)}",
+            f"compile_ops: {sorted(map(str, self.config.compile_ops))}",
+            "kept (never decomposed):",
+        ]
+        lines += [f"  {op}: {why}" for op, why in sorted(self.kept.items(), key=lambda kv: str(kv[0]))]
+        return "\n".join(lines)
+
+
+def build_plan(config: LiteConfig) -> DecompPlan:
+    decompose, keep = policy()
+    kept = dict(keep)
+    kept.update({op: "keep_ops option" for op in config.keep_ops})
+    for op in config.keep_ops:
+        if compat.is_cia_op(op) and op not in compat.preservable_cia_ops():
+            raise ValueError(
+                f"xpu_lite: keep_ops: {op} cannot be kept as one node: it is a CompositeImplicitAutograd "
+                "op that aliases or mutates its inputs, and functionalization needs it decomposed"
+            )
+    if config.lite:
+        preserved = compat.preservable_cia_ops()
+    else:  # default mode decomposes everything it can; only keep_ops need the override
+        preserved = frozenset(op for op in config.keep_ops if compat.is_cia_op(op))
+    plan = DecompPlan(config=config, table={}, preserved_cia=preserved, kept=kept)
+    plan.table.update({op: _gated(plan, op, fn) for op, fn in decompose.items() if op not in kept})
+    return plan
+
+
+@contextlib.contextmanager
+def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
+    """Apply the plan to the CIA ops for the duration of one AOTAutograd trace."""
+    kernels = {op: (_autograd_kernel(plan, op), _cia_kernel(plan, op)) for op in plan.preserved_cia}
+    with compat.enable_python_dispatcher(), compat.override_cia_kernels(kernels, [device_type]):
+        yield
+
+
+def _selected(plan: DecompPlan, op: Any) -> contextlib.AbstractContextManager[None]:
+    # Nodes that come out of a compile_op's decomposition are region nodes too.
+    if op in plan.config.compile_ops and REGION_KEY not in compat.current_annotation():
+        return annotated(COMPILE_OPS_TAG)
+    return contextlib.nullcontext()
+
+
+def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decompose_if_selected(*args: Any, **kwargs: Any) -> Any:
+        if not plan.decomposes(op):
+            return NotImplemented  # make_fx keeps the op as one node
+        with _selected(plan, op):
+            return fn(*args, **kwargs)
+
+    return decompose_if_selected
+
+
+def _cia_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..., Any]:
+    original = compat.cia_decomposition(op)
+
+    def cia_kernel(*args: Any, **kwargs: Any) -> Any:
+        if not plan.decomposes(op):
+            return NotImplemented
+        with _selected(plan, op):
+            return original(*args, **kwargs)
+
+    return cia_kernel
+
+
+def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..., Any]:
+    original = compat.cia_decomposition(op)
+
+    def autograd_kernel(*args: Any, **kwargs: Any) -> Any:
+        if plan.decomposes(op):
+            with _selected(plan, op):
+                return original(*args, **kwargs)  # the composite body, differentiated op by op
+        flat, spec = tree_flatten((args, kwargs))
+        if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
+            return _PreservedOp.apply(op, original, spec, *flat)
+        with compat.below_autograd():
+            return op(*args, **kwargs)
+
+    return autograd_kernel
+
+
+class _PreservedOp(torch.autograd.Function):
+    """A kept CIA op in a training graph: one node forward, its composite body's VJP backward.
+
+    The backward recomputes the composite body from the saved inputs and differentiates it,
+    which is exactly what eager autograd does through the same body, so gradients are
+    bitwise equal to eager's.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, op: Any, original: Any, spec: Any, *flat: Any) -> Any:
+        ctx.original, ctx.spec = original, spec
+        ctx.layout = [(isinstance(x, torch.Tensor), isinstance(x, torch.Tensor) and x.requires_grad) for x in flat]
+        ctx.constants = [None if isinstance(x, torch.Tensor) else x for x in flat]
+        ctx.save_for_backward(*[x for x in flat if isinstance(x, torch.Tensor)])
+        args, kwargs = tree_unflatten(list(flat), spec)
+        with compat.below_autograd():
+            return op(*args, **kwargs)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        saved = iter(ctx.saved_tensors)
+        flat = [
+            next(saved).detach().requires_grad_(needs_grad) if is_tensor else const
+            for (is_tensor, needs_grad), const in zip(ctx.layout, ctx.constants)
+        ]
+        inputs = [x for x, (_, needs_grad) in zip(flat, ctx.layout) if needs_grad]
+        args, kwargs = tree_unflatten(flat, ctx.spec)
+        with torch.enable_grad():
+            outs = ctx.original(*args, **kwargs)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+        if pairs:
+            got = iter(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
+        else:
+            got = iter([None] * len(inputs))
+        return (None, None, None, *[next(got) if needs_grad else None for _, needs_grad in ctx.layout])

@@ -1,0 +1,8 @@
+"""Lowering stage: partition each aten node into kernel / fallback / size / assert."""
+from __future__ import annotations
+
+from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
+from .partition import partition
+from .registry import LOWERINGS
+
+__all__ = ["Decision", "DecisionKind", "FallbackKind", "FallbackReason", "LoweringError", "partition", "LOWERINGS"]

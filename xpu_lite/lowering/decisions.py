@@ -1,0 +1,56 @@
+"""What the partitioner decides for each aten node, and why."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+
+class DecisionKind(enum.Enum):
+    KERNEL = "kernel"  # lowered to a Triton kernel
+    FALLBACK = "fallback"  # eager aten call
+    SIZE = "size"  # size arithmetic, plain Python in the wrapper
+    ASSERT = "assert"  # runtime check in the wrapper
+    UNPACK = "unpack"  # getitem on a multi-output op
+
+
+class FallbackKind(enum.Enum):
+    OUTSIDE_REGION = "outside region"  # lite mode: eager unless selected
+    KEPT_OP = "kept op"  # keep_ops / policy KEEP
+    RANDOM_OP = "random op"  # eager RNG stream
+    NO_LOWERING = "no lowering"  # selected, but no Triton lowering accepts it
+    DATA_DEPENDENT = "data dependent"  # reads tensor data on the host (item(), nonzero sizes)
+    MUTATION = "mutation"  # writes an input in place
+    KERNEL_FAILED = "kernel failed"  # the kernel did not compile; group runs eagerly
+
+
+@dataclasses.dataclass(frozen=True)
+class FallbackReason:
+    kind: FallbackKind
+    op: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.detail}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    node: str  # FX node name
+    op: str  # target, printed
+    kind: DecisionKind
+    reason: FallbackReason | None = None
+    note: str = ""  # e.g. "from aten.gelu (decomposed)"
+
+    def why(self) -> str:
+        parts = [str(self.reason)] if self.reason else []
+        if self.note:
+            parts.append(self.note)
+        return "; ".join(parts)
+
+
+class LoweringError(RuntimeError):
+    """A bug or a strict-mode refusal, naming op, node and detail."""
+
+    def __init__(self, op: str, node: str, detail: str) -> None:
+        super().__init__(f"xpu_lite: {op} (node {node!r}): {detail}")
+        self.op, self.node, self.detail = op, node, detail

@@ -1,0 +1,90 @@
+"""aten FX graph + DecompPlan -> one Decision per node.
+
+Input: the functional aten graph from AOTAutograd (node.meta["val"] holds fake values with
+symbolic sizes). Output: {node name: Decision}. Calls lowering checkers only.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..config import LiteConfig
+from ..decomp import DecompPlan, in_region_meta, is_random
+from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
+from .registry import LOWERINGS
+
+aten = torch.ops.aten
+
+# Functions whose result is a size/scalar computed from sizes: plain Python in the wrapper.
+SIZE_FUNCTIONS: frozenset[Any] = frozenset(
+    {
+        aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default,
+        operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv, operator.mod,
+        operator.pow, operator.neg, operator.pos, operator.abs, operator.eq, operator.ne, operator.lt,
+        operator.le, operator.gt, operator.ge, operator.and_, operator.or_, operator.not_,
+        torch.sym_float, torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_not, torch.sym_ite,
+        torch.sym_sqrt,
+    }
+)
+ASSERT_FUNCTIONS: frozenset[Any] = frozenset(
+    {aten._assert_scalar.default, aten.sym_constrain_range_for_size.default, aten.sym_constrain_range.default}
+)
+DATA_DEPENDENT_OPS: frozenset[Any] = frozenset({aten._local_scalar_dense.default, aten.nonzero.default})
+
+
+def op_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    return getattr(target, "__name__", repr(target))
+
+
+def partition(gm: torch.fx.GraphModule, plan: DecompPlan) -> dict[str, Decision]:
+    return {
+        node.name: decide(node, plan.config, plan.kept)
+        for node in gm.graph.nodes
+        if node.op in ("call_function", "call_method", "call_module", "get_attr")
+    }
+
+
+def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str]) -> Decision:
+    target = node.target
+    name, op = node.name, op_name(target)
+    note = _origin(node)
+
+    def fallback(kind: FallbackKind, detail: str) -> Decision:
+        return Decision(name, op, DecisionKind.FALLBACK, FallbackReason(kind, op, detail), note)
+
+    if target in SIZE_FUNCTIONS:
+        return Decision(name, op, DecisionKind.SIZE, note=note)
+    if target in ASSERT_FUNCTIONS:
+        return Decision(name, op, DecisionKind.ASSERT, note=note)
+    if target is operator.getitem:
+        return Decision(name, op, DecisionKind.UNPACK, note=note)
+    if target in kept:
+        return fallback(FallbackKind.RANDOM_OP if is_random(target) else FallbackKind.KEPT_OP, kept[target])
+    if is_random(target):
+        return fallback(FallbackKind.RANDOM_OP, "random op: runs eagerly to keep the eager RNG stream")
+    selected = not config.lite or target in config.compile_ops or in_region_meta(node.meta)
+    if not selected:
+        return fallback(FallbackKind.OUTSIDE_REGION, "lite mode: not in a compile region")
+    if target in DATA_DEPENDENT_OPS:
+        return fallback(FallbackKind.DATA_DEPENDENT, "result size or value depends on tensor data")
+    if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
+        return fallback(FallbackKind.MUTATION, "writes its inputs in place")
+    if LOWERINGS.can_lower(node):
+        return Decision(name, op, DecisionKind.KERNEL, note=note)
+    if config.strict:
+        raise LoweringError(op, name, "strict=True and no Triton lowering accepts this node")
+    return fallback(FallbackKind.NO_LOWERING, "no Triton lowering for this op yet")
+
+
+def _origin(node: torch.fx.Node) -> str:
+    original = node.meta.get("original_aten")
+    if isinstance(original, torch._ops.OpOverload) and str(original) != op_name(node.target):
+        return f"from {original} (decomposed)"
+    return ""

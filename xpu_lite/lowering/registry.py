@@ -1,0 +1,48 @@
+"""The one registry of Triton lowerings: op -> (checker, rule).
+
+A checker is a pure predicate on the node's fake-tensor metadata; the partitioner calls
+checkers only. Lowering rules arrive with the Triton issue; until then the registry is
+empty and every selected node falls back with reason NO_LOWERING.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import torch.fx
+
+Checker = Callable[[torch.fx.Node], bool]
+
+
+@dataclasses.dataclass(frozen=True)
+class Lowering:
+    checker: Checker
+    rule: Callable[..., Any]
+
+
+class LoweringRegistry:
+    def __init__(self) -> None:
+        self._table: dict[Any, Lowering] = {}
+
+    def register(self, *ops: Any, checker: Checker | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
+            for op in ops:
+                assert op not in self._table, f"duplicate lowering for {op}"
+                self._table[op] = Lowering(checker or (lambda node: True), rule)
+            return rule
+
+        return wrap
+
+    def can_lower(self, node: torch.fx.Node) -> bool:
+        entry = self._table.get(node.target)
+        return entry is not None and entry.checker(node)
+
+    def __contains__(self, op: Any) -> bool:
+        return op in self._table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+LOWERINGS = LoweringRegistry()

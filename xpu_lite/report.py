@@ -1,0 +1,99 @@
+"""What was compiled and why: per-graph reports, counters, and capture of both.
+
+Each compiled graph produces a GraphReport (decisions + generated source). Reports are
+published to whoever is capturing (run_and_get_code, explain) and counted.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+
+from .lowering import Decision, DecisionKind
+
+
+@dataclasses.dataclass
+class Counters:
+    """Process-wide counts since the last reset()."""
+
+    graphs_compiled: int = 0  # forward/inference/backward graphs through the wrapper
+    forward_graphs: int = 0  # forward + inference graphs (one per Dynamo compilation)
+    fallback_nodes: int = 0  # eager aten calls emitted into wrappers
+    kernels_compiled: int = 0  # Triton kernels (lands with the Triton issue)
+    kernel_launches: int = 0
+
+    def reset(self) -> None:
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, 0)
+
+
+COUNTERS = Counters()
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphReport:
+    name: str  # "graph_0_forward"
+    kind: str  # forward | backward | inference
+    mode: str
+    decisions: tuple[Decision, ...]
+    emitted: frozenset[str]
+    source: str
+
+    def rows(self) -> list[tuple[str, str, str, str, str]]:
+        out = []
+        for d in self.decisions:
+            decision = d.kind.value if d.node in self.emitted else f"{d.kind.value} (dead, removed)"
+            out.append((self.name, d.node, d.op, decision, d.why()))
+        return out
+
+    @property
+    def fallbacks(self) -> list[Decision]:
+        return [d for d in self.decisions if d.kind is DecisionKind.FALLBACK and d.node in self.emitted]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplainReport:
+    graphs: tuple[GraphReport, ...]
+
+    def rows(self) -> list[tuple[str, str, str, str, str]]:
+        return [row for graph in self.graphs for row in graph.rows()]
+
+    def summary(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for graph in self.graphs:
+            for d in graph.decisions:
+                if d.node in graph.emitted:
+                    key = d.kind.value if d.reason is None else f"{d.kind.value}: {d.reason.kind.value}"
+                    counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def __str__(self) -> str:
+        return format_table(("graph", "node", "op", "decision", "reason"), self.rows())
+
+
+def format_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+
+
+_capturing: list[list[GraphReport]] = []
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[list[GraphReport]]:
+    """Collect the reports of every graph compiled inside the block."""
+    sink: list[GraphReport] = []
+    _capturing.append(sink)
+    try:
+        yield sink
+    finally:
+        _capturing.remove(sink)
+
+
+def publish(report: GraphReport) -> None:
+    COUNTERS.graphs_compiled += 1
+    COUNTERS.forward_graphs += report.kind != "backward"
+    COUNTERS.fallback_nodes += len(report.fallbacks)
+    for sink in _capturing:
+        sink.append(report)
