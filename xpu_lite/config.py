@@ -14,7 +14,9 @@ from typing import Any
 import torch
 
 MODES: tuple[str, ...] = ("default", "lite")
-OPTIONS: tuple[str, ...] = ("compile_ops", "keep_ops", "debug_dir", "strict")
+# "mode" is an option too: torch.compile refuses mode= and options= together, so lite mode
+# with options is spelled options={"mode": "lite", ...}.
+OPTIONS: tuple[str, ...] = ("mode", "compile_ops", "keep_ops", "debug_dir", "strict")
 
 # Environment settings (read here and nowhere else).
 ENV_DEBUG_DIR = "XPU_LITE_DEBUG_DIR"
@@ -38,6 +40,10 @@ class LiteConfig:
 
 def parse_config(mode: str | None = None, options: dict[str, Any] | None = None) -> LiteConfig:
     """Validate torch.compile's `mode`/`options` for backend="xpu_lite"."""
+    if options is not None and isinstance(options, dict) and "mode" in options:
+        if mode is not None and mode != options["mode"]:
+            raise ValueError(f"xpu_lite: mode={mode!r} and options['mode']={options['mode']!r} disagree")
+        mode = options["mode"]
     if mode is not None and not isinstance(mode, str):
         raise TypeError(f"xpu_lite: mode must be a str or None, got {type(mode).__name__}")
     if mode not in (None, *MODES):
@@ -45,7 +51,7 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
     options = {} if options is None else options
     if not isinstance(options, dict):
         raise TypeError(f"xpu_lite: options must be a dict, got {type(options).__name__}")
-    unknown = sorted(set(options) - set(OPTIONS))
+    unknown = sorted(set(options) - set(OPTIONS), key=str)
     if unknown:
         raise ValueError(f"xpu_lite: unknown option(s) {', '.join(map(repr, unknown))}; valid options: {', '.join(OPTIONS)}")
 

@@ -1,0 +1,96 @@
+"""explain, run_and_get_code, counters, debug_dir, strict, entry point."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import xpu_lite
+from xpu_lite.lowering import LoweringError
+
+
+def fn(x: torch.Tensor) -> torch.Tensor:
+    y = x.sin() + 1
+    with xpu_lite.compile_region():
+        y = y * 2
+    return y.sum(-1)
+
+
+def test_explain_reports_every_node_with_a_reason() -> None:
+    report = xpu_lite.explain(fn, torch.randn(3, 4), mode="lite", dynamic=True)
+    text = str(report)
+    assert text.splitlines()[0].split() == ["graph", "node", "op", "decision", "reason"]
+    graph = report.graphs[0]
+    assert {d.node for d in graph.decisions} == {row[1] for row in graph.rows()}
+    for d in graph.decisions:
+        if d.kind is xpu_lite.DecisionKind.FALLBACK:
+            assert d.reason is not None and str(d.reason) in text
+    assert report.summary()["fallback: outside region"] >= 3
+    assert report.summary()["fallback: no lowering"] == 1  # the mul in the region
+
+
+def test_run_and_get_code_orders_forward_before_backward() -> None:
+    compiled = torch.compile(lambda x: (x.sin() * 2).sum(), backend="xpu_lite", mode="lite")
+    x = torch.randn(5, requires_grad=True)
+    _, codes = xpu_lite.run_and_get_code(lambda: compiled(x).backward())
+    assert len(codes) == 2
+    assert "_forward" in codes[0].splitlines()[0] and "_backward" in codes[1].splitlines()[0]
+
+
+def test_run_and_get_code_warns_when_nothing_compiled() -> None:
+    compiled = torch.compile(torch.sin, backend="xpu_lite", mode="lite")
+    compiled(torch.randn(3))
+    with pytest.warns(UserWarning, match="no graph was compiled"):
+        _, codes = xpu_lite.run_and_get_code(compiled, torch.randn(3))
+    assert codes == []
+
+
+def test_counters_count_and_reset() -> None:
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite")
+    compiled(torch.randn(3, 4))
+    counters = xpu_lite.counters
+    assert counters.graphs_compiled == 1 and counters.forward_graphs == 1 and counters.fallback_nodes == 4
+    assert counters.kernels_compiled == 0
+    xpu_lite.reset_counters()
+    assert counters.graphs_compiled == counters.fallback_nodes == 0
+
+
+def test_debug_dir_writes_each_stage(tmp_path: Path) -> None:
+    compiled = torch.compile(fn, backend="xpu_lite", options={"mode": "lite", "debug_dir": str(tmp_path)})
+    compiled(torch.randn(3, 4))
+    (graph_dir,) = list(tmp_path.iterdir())
+    names = sorted(p.name for p in graph_dir.iterdir())
+    assert names == [
+        "decomp_plan.txt", "dynamo_graph.py", "inference_aten_graph.py", "inference_decisions.txt", "inference_wrapper.py",
+    ]
+    assert "def call(args):" in (graph_dir / "inference_wrapper.py").read_text()
+    assert "outside region" in (graph_dir / "inference_decisions.txt").read_text()
+
+
+def test_strict_raises_when_a_selected_node_cannot_compile() -> None:
+    compiled = torch.compile(fn, backend="xpu_lite", options={"mode": "lite", "strict": True})
+    with pytest.raises(Exception, match=r"aten\.mul\.Tensor.*strict=True") as info:
+        compiled(torch.randn(3, 4))
+    assert isinstance(info.value, LoweringError) or isinstance(info.value.__cause__, LoweringError) or "LoweringError" in str(info.value)
+
+
+def test_entry_point_resolves_without_import_and_import_is_idempotent() -> None:
+    script = textwrap.dedent(
+        """
+        import torch
+        f = torch.compile(lambda x: x.cos() + 1, backend="xpu_lite", mode="lite")
+        x = torch.randn(4)
+        assert torch.equal(f(x), x.cos() + 1)
+        import xpu_lite, importlib
+        xpu_lite._register(); importlib.reload(xpu_lite)
+        assert xpu_lite.counters.graphs_compiled == 1
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")

@@ -1,0 +1,139 @@
+"""The decomposition plan: regions, compile_ops, keep_ops and the policy table."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.fx.traceback as fx_traceback
+import torch.nn.functional as F
+
+import xpu_lite
+from tests.conftest import assert_bitwise
+from xpu_lite.config import parse_config
+from xpu_lite.decomp import build_plan, policy
+from xpu_lite.lowering import DecisionKind, FallbackKind
+
+aten = torch.ops.aten
+
+
+def decisions(report: xpu_lite.ExplainReport, kind: str = "inference") -> dict[str, xpu_lite.Decision]:
+    graph = next(g for g in report.graphs if g.kind == kind)
+    return {d.op: d for d in graph.decisions if d.node in graph.emitted}
+
+
+def test_policy_keeps_and_decomposes_disjoint_sets() -> None:
+    decompose, keep = policy()
+    assert decompose and keep
+    assert not set(decompose) & set(keep)
+    assert aten.native_dropout.default in keep
+    assert aten.hardsigmoid.default in decompose  # a core ATen decomposition
+
+
+def test_keep_ops_of_aliasing_cia_op_is_refused() -> None:
+    with pytest.raises(ValueError, match="cannot be kept as one node"):
+        build_plan(parse_config("lite", {"keep_ops": ["aten.reshape"]}))
+
+
+def upstream_region(x: torch.Tensor) -> torch.Tensor:
+    y = F.hardsigmoid(x) + 1  # outside: stays aten.hardsigmoid
+    with fx_traceback.annotate({"compile_with_inductor": 0}):
+        z = F.hardsigmoid(y) * 2  # inside: decomposed by the table
+    return F.layer_norm(z, z.shape[-1:])
+
+
+def own_region(x: torch.Tensor) -> torch.Tensor:
+    y = F.hardsigmoid(x) + 1
+    with xpu_lite.compile_region():
+        z = F.hardsigmoid(y) * 2
+    return F.layer_norm(z, z.shape[-1:])
+
+
+@pytest.mark.parametrize("fn", [upstream_region, own_region])
+def test_regions_decompose_inside_and_preserve_outside(fn) -> None:
+    x = torch.randn(4, 8)
+    report = xpu_lite.explain(fn, x, mode="lite", dynamic=True)
+    graph = report.graphs[0]
+    by_node = {d.node: d for d in graph.decisions if d.node in graph.emitted}
+    ops = [d.op for d in by_node.values()]
+    assert ops.count("aten.hardsigmoid.default") == 1, ops  # the outside one, preserved
+    assert "aten.layer_norm.default" in ops  # CIA op kept as one node outside regions
+    inside = [d for d in by_node.values() if d.reason and d.reason.kind is FallbackKind.NO_LOWERING]
+    assert inside and all("from aten.hardsigmoid" in d.note or d.op == "aten.mul.Tensor" for d in inside)
+    outside = [d for d in by_node.values() if d.reason and d.reason.kind is FallbackKind.OUTSIDE_REGION]
+    assert {d.op for d in outside} >= {"aten.hardsigmoid.default", "aten.add.Tensor", "aten.layer_norm.default"}
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    assert torch.allclose(compiled(x), fn(x), atol=1e-6)  # region decomposed: close, not bitwise
+
+
+def test_region_covers_backward_nodes() -> None:
+    x = torch.randn(4, 8, requires_grad=True)
+
+    def step(x: torch.Tensor) -> None:
+        with xpu_lite.compile_region():
+            y = torch.sigmoid(x) * 3
+        (y.sum() + x.sum()).backward()
+
+    report = xpu_lite.explain(step, x, mode="lite")
+    backward = next(g for g in report.graphs if g.kind == "backward")
+    kinds = {d.reason.kind for d in backward.decisions if d.reason and d.node in backward.emitted}
+    assert FallbackKind.NO_LOWERING in kinds  # sigmoid_backward etc. belong to the region
+
+
+def test_compile_ops_select_everywhere() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return F.hardsigmoid(x).exp()
+
+    report = xpu_lite.explain(fn, torch.randn(6), options={"mode": "lite", "compile_ops": ["aten.hardsigmoid"]})
+    graph = report.graphs[0]
+    emitted = [d for d in graph.decisions if d.node in graph.emitted and d.kind is DecisionKind.FALLBACK]
+    assert "aten.hardsigmoid.default" not in {d.op for d in emitted}  # decomposed (selected)
+    from_hardsigmoid = [d for d in emitted if "from aten.hardsigmoid" in d.note]
+    assert from_hardsigmoid and all(d.reason.kind is FallbackKind.NO_LOWERING for d in from_hardsigmoid)
+    exp = next(d for d in emitted if d.op == "aten.exp.default")
+    assert exp.reason.kind is FallbackKind.OUTSIDE_REGION
+
+
+def test_keep_ops_never_decompose_in_default_mode() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten._fused_rms_norm(x, [8], None, None)[0] * 2
+
+    x = torch.randn(3, 8)
+    _, (decomposed,) = xpu_lite.run_and_get_code(torch.compile(fn, backend="xpu_lite"), x)
+    assert "_fused_rms_norm" not in decomposed and "torch.ops.aten.rsqrt.default(" in decomposed
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="xpu_lite", options={"keep_ops": ["aten._fused_rms_norm"]})
+    result, (kept,) = xpu_lite.run_and_get_code(compiled, x)
+    assert "torch.ops.aten._fused_rms_norm.default(" in kept
+    assert_bitwise(result, fn(x))
+    report = xpu_lite.explain(fn, x, options={"keep_ops": ["aten._fused_rms_norm"]})
+    assert decisions(report)["aten._fused_rms_norm.default"].reason.kind is FallbackKind.KEPT_OP
+
+
+def test_random_ops_fall_back_and_keep_rng_stream() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        with xpu_lite.compile_region():
+            return F.dropout(x, 0.5, training=True) + torch.rand_like(x)
+
+    x = torch.randn(64)
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite")
+    torch.manual_seed(7)
+    expected = fn(x)
+    torch.manual_seed(7)
+    compiled(x)  # compile (consumes no randomness at run time for tracing)
+    torch.manual_seed(7)
+    assert_bitwise(compiled(x), expected)
+    report = xpu_lite.explain(fn, x, mode="lite")
+    random = [d for d in report.graphs[0].decisions if d.reason and d.reason.kind is FallbackKind.RANDOM_OP]
+    assert random
+
+
+def test_lite_mode_model_is_bitwise_equal_in_training() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+    compiled = torch.compile(model, backend="xpu_lite", mode="lite", dynamic=True)
+    compiled(x).square().sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).square().sum().backward()
+    for g, e in zip(got, (p.grad for p in model.parameters())):
+        assert_bitwise(g, e)
