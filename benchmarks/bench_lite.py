@@ -1,0 +1,105 @@
+"""Compile time and per-call time of xpu_lite (mode="lite") against aot_eager, eager and
+Inductor, measured side by side in one process, dynamic=True.
+
+    python benchmarks/bench_lite.py [--device cpu] [--no-inductor] [--write docs/benchmarks.md]
+
+Cases: the demo's 4-layer transformer block and a 50-op pointwise chain, each at four
+sizes. Ratios, not absolute times, are what carry over between machines.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import xpu_lite  # noqa: E402,F401  (registers the backend)
+from xpu_lite.demo import TransformerStack  # noqa: E402
+from xpu_lite.report import format_table  # noqa: E402
+from xpu_lite.runtime import best_device  # noqa: E402
+
+
+def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
+    for i in range(10):  # 5 ops a step, 50 in all
+        x = torch.sin(x) * 1.01 + 0.1
+        x = torch.relu(x) - 0.01 * i
+    return x
+
+
+def median_call(fn: Callable[[], Any], repeat: int) -> float:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return sorted(samples)[len(samples) // 2]
+
+
+def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], backends: list[tuple[str, str | None]], repeat: int) -> list[tuple[str, ...]]:
+    eager = sum(median_call(lambda x=x: model(x), repeat) for x in inputs)
+    results: dict[str, tuple[float, float]] = {}
+    for backend, mode in backends:
+        compile_s = float("inf")
+        for _ in range(2):  # best of two: the first compile in a process also warms caches
+            torch._dynamo.reset()
+            compiled = torch.compile(model, backend=backend, mode=mode, dynamic=True)
+            start = time.perf_counter()
+            compiled(inputs[0])
+            compile_s = min(compile_s, time.perf_counter() - start)
+        for x in inputs[1:]:
+            compiled(x)
+        per_call = sum(median_call(lambda x=x: compiled(x), repeat) for x in inputs)
+        label = backend if mode is None else f"{backend} ({mode})"
+        results[label] = (compile_s, per_call)
+        print(f"  {name:18s} {label:22s} compile {compile_s:7.2f} s   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms)", flush=True)
+    aot = results["aot_eager"][0]
+    return [
+        (name, label, f"{c:.2f}", f"{c / aot:.2f}", f"{p * 1e3:.3f}", f"{p / eager:.2f}")
+        for label, (c, p) in results.items()
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--no-inductor", action="store_true", help="skip Inductor (needs a C++ compiler on CPU; slow to compile)")
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--write", default=None, help="append the table to this markdown file")
+    args = parser.parse_args()
+    device = torch.device(args.device) if args.device else best_device()
+    torch.manual_seed(0)
+    torch.set_grad_enabled(False)
+    backends: list[tuple[str, str | None]] = [("aot_eager", None), ("xpu_lite", "lite")]
+    if not args.no_inductor:
+        backends.append(("inductor", None))
+    block = TransformerStack().to(device).eval()
+    cases = [
+        ("transformer block", block, [torch.randn(b, s, 64, device=device) for b, s in ((2, 8), (3, 16), (4, 32), (5, 24))]),
+        ("50-op pointwise", pointwise_chain, [torch.randn(n, device=device) for n in (1000, 3000, 10000, 30000)]),
+    ]
+    rows: list[tuple[str, ...]] = []
+    for name, model, inputs in cases:
+        rows += measure(name, model, inputs, backends, args.repeat)
+    header = ("case", "backend", "compile s", "compile / aot_eager", "per-call ms", "per-call / eager")
+    table = format_table(header, rows)
+    print("\n" + table)
+    if args.write:
+        stamp = f"{datetime.date.today().isoformat()}, device {device}, torch {torch.__version__}, {platform.machine()} {torch.get_num_threads()} threads"
+        md = ["", f"### bench_lite.py — {stamp}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        md += ["| " + " | ".join(r) + " |" for r in rows]
+        with open(args.write, "a") as fh:
+            fh.write("\n".join(md) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

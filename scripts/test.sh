@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The whole test suite (cpu always; cuda/xpu tests skip with a reason when absent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+exec .venv/bin/python -m pytest tests -q -p no:cacheprovider "$@"
