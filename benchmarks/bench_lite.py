@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402,F401  (registers the backend)
-from xpu_lite.demo import TransformerStack  # noqa: E402
+from xpu_lite.demo import TransformerStack, per_call_seconds  # noqa: E402
 from xpu_lite.report import format_table  # noqa: E402
 from xpu_lite.runtime import best_device  # noqa: E402
 
@@ -34,18 +34,8 @@ def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def median_call(fn: Callable[[], Any], repeat: int) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return sorted(samples)[len(samples) // 2]
-
-
 def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], backends: list[tuple[str, str | None]], repeat: int) -> list[tuple[str, ...]]:
-    eager = sum(median_call(lambda x=x: model(x), repeat) for x in inputs)
+    eager = sum(per_call_seconds(lambda x=x: model(x), repeat) for x in inputs)
     results: dict[str, tuple[float, float]] = {}
     for backend, mode in backends:
         compile_s = float("inf")
@@ -57,7 +47,7 @@ def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], ba
             compile_s = min(compile_s, time.perf_counter() - start)
         for x in inputs[1:]:
             compiled(x)
-        per_call = sum(median_call(lambda x=x: compiled(x), repeat) for x in inputs)
+        per_call = sum(per_call_seconds(lambda x=x: compiled(x), repeat) for x in inputs)
         label = backend if mode is None else f"{backend} ({mode})"
         results[label] = (compile_s, per_call)
         print(f"  {name:18s} {label:22s} compile {compile_s:7.2f} s   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms)", flush=True)

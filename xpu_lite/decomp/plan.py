@@ -73,7 +73,7 @@ def build_plan(config: LiteConfig) -> DecompPlan:
 @contextlib.contextmanager
 def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     """Apply the plan to the CIA ops for the duration of one AOTAutograd trace."""
-    kernels = {op: (_autograd_kernel(plan, op), _cia_kernel(plan, op)) for op in plan.preserved_cia}
+    kernels = {op: (_autograd_kernel(plan, op), _gated(plan, op, compat.cia_decomposition(op))) for op in plan.preserved_cia}
     with compat.enable_python_dispatcher(), compat.override_cia_kernels(kernels, [device_type]):
         yield
 
@@ -86,6 +86,8 @@ def _selected(plan: DecompPlan, op: Any) -> contextlib.AbstractContextManager[No
 
 
 def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Table entry and CIA kernel alike: decompose when selected, else keep the op."""
+
     def decompose_if_selected(*args: Any, **kwargs: Any) -> Any:
         if not plan.decomposes(op):
             return NotImplemented  # make_fx keeps the op as one node
@@ -93,18 +95,6 @@ def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., A
             return fn(*args, **kwargs)
 
     return decompose_if_selected
-
-
-def _cia_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..., Any]:
-    original = compat.cia_decomposition(op)
-
-    def cia_kernel(*args: Any, **kwargs: Any) -> Any:
-        if not plan.decomposes(op):
-            return NotImplemented
-        with _selected(plan, op):
-            return original(*args, **kwargs)
-
-    return cia_kernel
 
 
 def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..., Any]:
