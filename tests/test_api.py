@@ -30,7 +30,9 @@ def test_explain_reports_every_node_with_a_reason() -> None:
         if d.kind is xpu_lite.DecisionKind.FALLBACK:
             assert d.reason is not None and str(d.reason) in text
     assert report.summary()["fallback: outside region"] >= 3
-    assert report.summary()["fallback: no lowering"] == 1  # the mul in the region
+    assert report.summary()["kernel"] == 1  # the mul in the region
+    (kernel_row,) = [row for row in graph.rows() if row[3] == "kernel"]
+    assert "in kernel_0 (1 nodes)" in kernel_row[4]
 
 
 def test_run_and_get_code_orders_forward_before_backward() -> None:
@@ -53,8 +55,8 @@ def test_counters_count_and_reset() -> None:
     compiled = torch.compile(fn, backend="xpu_lite", mode="lite")
     compiled(torch.randn(3, 4))
     counters = xpu_lite.counters
-    assert counters.graphs_compiled == 1 and counters.forward_graphs == 1 and counters.fallback_nodes == 4
-    assert counters.kernels_compiled == 0
+    assert counters.graphs_compiled == 1 and counters.forward_graphs == 1 and counters.fallback_nodes == 3
+    assert counters.kernels_compiled == 1 and counters.kernel_launches == 1
     xpu_lite.reset_counters()
     assert counters.graphs_compiled == counters.fallback_nodes == 0
 
@@ -65,15 +67,21 @@ def test_debug_dir_writes_each_stage(tmp_path: Path) -> None:
     (graph_dir,) = list(tmp_path.iterdir())
     names = sorted(p.name for p in graph_dir.iterdir())
     assert names == [
-        "decomp_plan.txt", "dynamo_graph.py", "inference_aten_graph.py", "inference_decisions.txt", "inference_wrapper.py",
+        "decomp_plan.txt", "dynamo_graph.py", "inference_aten_graph.py", "inference_decisions.txt",
+        "inference_kernel_0.py", "inference_wrapper.py",
     ]
+    assert "def kernel_0(" in (graph_dir / "inference_kernel_0.py").read_text()
     assert "def call(args):" in (graph_dir / "inference_wrapper.py").read_text()
     assert "outside region" in (graph_dir / "inference_decisions.txt").read_text()
 
 
 def test_strict_raises_when_a_selected_node_cannot_compile() -> None:
-    compiled = torch.compile(fn, backend="xpu_lite", options={"mode": "lite", "strict": True})
-    with pytest.raises(Exception, match=r"aten\.mul\.Tensor.*strict=True") as info:
+    def no_lowering(x: torch.Tensor) -> torch.Tensor:
+        with xpu_lite.compile_region():
+            return x.tanh() * 2  # tanh has no Triton lowering yet
+
+    compiled = torch.compile(no_lowering, backend="xpu_lite", options={"mode": "lite", "strict": True})
+    with pytest.raises(Exception, match=r"aten\.tanh\.default.*strict=True") as info:
         compiled(torch.randn(3, 4))
     assert isinstance(info.value, LoweringError) or isinstance(info.value.__cause__, LoweringError) or "LoweringError" in str(info.value)
 

@@ -176,3 +176,10 @@ def register_dynamo_backend(name: str, fn: Callable[..., Any]) -> None:
 
     if name not in _COMPILER_FNS and _BACKENDS.get(name) is None:
         register_backend(name=name)(fn)
+
+
+def dynamo_disable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Keep Dynamo out of fn: a compiled function that graph-breaks on .backward() leaves
+    Dynamo's frame callback active while autograd runs our backward, which would make it
+    trace the Triton interpreter."""
+    return torch._dynamo.disable(fn, recursive=True)

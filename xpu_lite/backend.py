@@ -6,9 +6,11 @@ all go through compile_graph.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +18,14 @@ import torch.fx
 
 from . import _torch_compat as compat
 from .codegen import generate_wrapper
+from .codegen.triton import kernel_source, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, tracing
-from .lowering import partition
-from .report import GraphReport, format_table, publish
-from .runtime import load_wrapper
+from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, partition
+from .lowering.fusion import Group, fuse
+from .report import COUNTERS, GraphReport, format_table, publish
+from .runtime import load_kernel, load_wrapper
 
 log = logging.getLogger(__name__)
 _graph_ids = itertools.count()
@@ -39,8 +43,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     plan = build_plan(config)
     write_stage(config.debug_dir, graph, "dynamo_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
-    compiler = functools.partial(compile_graph, plan=plan, graph=graph)
-    with tracing(plan, compat.fake_tensor_device(example_inputs)):
+    device_type = compat.fake_tensor_device(example_inputs)
+    compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
+    with tracing(plan, device_type):
         return compat.aot_module_simplified(
             gm,
             example_inputs,
@@ -52,15 +57,53 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         )
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str) -> Callable[..., Any]:
-    """One aten graph -> decisions -> wrapper source -> loaded `call(args)`."""
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str, device_type: str
+) -> Callable[..., Any]:
+    """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`."""
     name = f"{graph}_{kind}"
+    config = plan.config
     decisions = partition(gm, plan)
-    code = generate_wrapper(gm, decisions, name)
-    report = GraphReport(name, kind, plan.config.mode, tuple(decisions.values()), code.emitted, code.source)
-    write_stage(plan.config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
-    write_stage(plan.config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
-    write_stage(plan.config.debug_dir, graph, f"{kind}_wrapper.py", code.source)
-    log.debug("xpu_lite compiled %s: %d nodes, %d fallbacks", name, len(decisions), len(report.fallbacks))
+    groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
+    code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)
+    report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
+    write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
+    write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
+    for i, source in enumerate(sources):
+        write_stage(config.debug_dir, graph, f"{kind}_kernel_{i}.py", source)
+    write_stage(config.debug_dir, graph, f"{kind}_wrapper.py", code.source)
+    log.debug("xpu_lite compiled %s: %d nodes, %d kernels, %d fallbacks", name, len(decisions), len(groups), len(report.fallbacks))
     publish(report)
     return load_wrapper(code)
+
+
+def compile_kernels(
+    groups: list[Group], decisions: dict[str, Decision], device_type: str, strict: bool
+) -> tuple[list[Group], dict[str, Any], list[str]]:
+    """Generate and load each group's kernel; a group whose kernel fails falls back to eager
+    (warning naming the kernel and the error; strict=True raises). Updates `decisions`."""
+    ok: list[Group] = []
+    kernels: dict[str, Any] = {}
+    sources: list[str] = []
+    for group in groups:
+        kernel = group.kernel
+        try:
+            source = kernel_source(kernel, target_for(device_type))
+            kernels[kernel.name] = load_kernel(kernel.name, source, device_type)
+        except Exception as exc:  # noqa: BLE001  (any failure of generated code means: run eagerly)
+            detail = f"{kernel.name} failed to compile: {type(exc).__name__}: {exc}"
+            if strict:
+                raise LoweringError(kernel.name, kernel.nodes[0], detail) from exc
+            warnings.warn(f"xpu_lite: {detail}; its {len(kernel.nodes)} node(s) run eagerly", stacklevel=2)
+            for node in group.members:
+                decisions[node.name] = dataclasses.replace(
+                    decisions[node.name], kind=DecisionKind.FALLBACK,
+                    reason=FallbackReason(FallbackKind.KERNEL_FAILED, decisions[node.name].op, detail),
+                )
+            continue
+        ok.append(group)
+        sources.append(source)
+        COUNTERS.kernels_compiled += 1
+        for node in group.members:
+            decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=f"{kernel.name} ({len(group.members)} nodes)")
+    return ok, kernels, sources

@@ -21,6 +21,7 @@ OPTIONS: tuple[str, ...] = ("mode", "compile_ops", "keep_ops", "debug_dir", "str
 # Environment settings (read here and nowhere else).
 ENV_DEBUG_DIR = "XPU_LITE_DEBUG_DIR"
 ENV_DEVICE = "XPU_LITE_DEVICE"
+ENV_CACHE_DIR = "XPU_LITE_CACHE_DIR"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +80,13 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
 def requested_device() -> str | None:
     """The device the user forces through the environment, if any (for the demo and benchmarks)."""
     return os.environ.get(ENV_DEVICE) or None
+
+
+def kernel_cache_dir() -> str:
+    """Where generated kernel sources are written (Triton reads a kernel's source from its file)."""
+    import tempfile
+
+    return os.environ.get(ENV_CACHE_DIR) or os.path.join(tempfile.gettempdir(), f"xpu_lite_kernels_{os.getuid()}")
 
 
 def resolve_ops(spec: Any, option: str) -> frozenset[torch._ops.OpOverload]:

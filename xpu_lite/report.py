@@ -38,6 +38,7 @@ class GraphReport:
     decisions: tuple[Decision, ...]
     emitted: frozenset[str]
     source: str
+    kernels: tuple[str, ...] = ()  # Triton source of each fused kernel
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
         out = []

@@ -8,12 +8,15 @@ from __future__ import annotations
 import hashlib
 import linecache
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .codegen import WrapperCode
+from . import _torch_compat as compat
 from .config import requested_device
+
+if TYPE_CHECKING:
+    from .codegen import WrapperCode
 
 DEVICE_PREFERENCE = ("xpu", "cuda", "cpu")
 
@@ -44,5 +47,51 @@ def load_wrapper(code: WrapperCode) -> Callable[[list[Any]], Any]:
     namespace: dict[str, Any] = {"__name__": f"xpu_lite_generated_{digest}", **code.constants}
     exec(compile(code.source, filename, "exec"), namespace)
     call = namespace["call"]
+    if code.launches_kernels:
+        call = compat.dynamo_disable(call)
     call._boxed_call = True  # AOTAutograd passes a list it lets us clear
     return call
+
+
+# -- Triton kernels -------------------------------------------------------------------
+_KERNELS: dict[tuple[str, str], Any] = {}
+_CPU_BLOCKS = tuple(1 << k for k in range(4, 17))  # 16 .. 65536: the interpreter costs ~1 ms per program
+_GPU_BLOCKS = (128, 256, 512, 1024)
+
+
+def pick_block(numel: int, device_type: str) -> int:
+    """XBLOCK from a small bucketed set, so one kernel source gives few binaries."""
+    blocks = _CPU_BLOCKS if device_type == "cpu" else _GPU_BLOCKS
+    return next((b for b in blocks if b >= numel), blocks[-1])
+
+
+def load_kernel(name: str, source: str, device_type: str) -> Any:
+    """Compile (or fetch) one kernel for a device type: Triton's JIT on xpu/cuda, the Triton
+    interpreter on cpu, chosen when the function is wrapped (no process-wide env var)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    key = (digest, device_type)
+    if key in _KERNELS:
+        return _KERNELS[key]
+    import importlib.util
+    from pathlib import Path
+
+    from .config import kernel_cache_dir
+
+    path = Path(kernel_cache_dir()) / f"{name}_{digest}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != source:
+        path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"xpu_lite_kernel_{digest}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    fn = getattr(module, name)
+    if device_type == "cpu":
+        from triton.runtime.interpreter import InterpretedFunction
+
+        kernel = InterpretedFunction(fn)
+    else:
+        import triton
+
+        kernel = triton.jit(fn)
+    _KERNELS[key] = kernel
+    return kernel

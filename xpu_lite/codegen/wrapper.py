@@ -22,6 +22,9 @@ import torch.fx
 from .._torch_compat import sym_expr
 from ..decomp import is_random
 from ..lowering import Decision, DecisionKind, LoweringError
+from ..lowering.fusion import Group
+from ..report import COUNTERS
+from ..runtime import pick_block
 from .emitter import Emitter
 from .printer import pexpr
 
@@ -49,6 +52,7 @@ class WrapperCode:
     source: str
     constants: dict[str, Any]
     emitted: frozenset[str]  # FX nodes that became a line of code (the rest was dead)
+    launches_kernels: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,13 +61,25 @@ class _Binding:
     access: str  # "{}.size(0)" formatted with the producer's variable
 
 
-def generate_wrapper(gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str) -> WrapperCode:
-    return _WrapperBuilder(gm, decisions, name).build()
+def generate_wrapper(
+    gm: torch.fx.GraphModule,
+    decisions: dict[str, Decision],
+    name: str,
+    groups: list[Group] = (),  # type: ignore[assignment]
+    kernels: dict[str, Any] | None = None,
+    device_type: str = "cpu",
+) -> WrapperCode:
+    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type).build()
 
 
 class _WrapperBuilder:
-    def __init__(self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str) -> None:
+    def __init__(
+        self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str,
+        groups: list[Group], kernels: dict[str, Any], device_type: str,
+    ) -> None:
         self.gm, self.decisions, self.name = gm, decisions, name
+        self.groups, self.kernels, self.device_type = groups, kernels, device_type
+        self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
         self.placeholders = [n for n in self.nodes if n.op == "placeholder"]
         self.output = next(n for n in self.nodes if n.op == "output")
@@ -91,6 +107,17 @@ class _WrapperBuilder:
                 self.deps[node] = list(node.all_input_nodes)
             elif node.op == "get_attr":
                 self.deps[node] = []
+            elif node in self.group_of:
+                group = self.group_of[node]
+                if node is group.members[0]:
+                    symbols = _group_symbols(group)
+                    missing = symbols - self.bindings.keys()
+                    if missing:
+                        raise LoweringError(group.kernel.name, node.name, f"size symbols {sorted(map(str, missing))} are not available in the wrapper")
+                    producers = {self.bindings[s].producer for s in symbols}
+                    self.deps[node] = sorted({*group.external, *producers}, key=self.nodes.index)
+                else:
+                    self.deps[node] = [group.members[0]]
             else:
                 kind = self.decisions[node.name].kind
                 expr = sym_expr(node.meta.get("val")) if kind is DecisionKind.SIZE else None
@@ -126,6 +153,7 @@ class _WrapperBuilder:
         self._analyse()
         live = self._live()
         needed = set().union(*(e.free_symbols for n, e in self.size_expr.items() if n in live))
+        needed |= set().union(*(_group_symbols(g) for g in self.groups if g.members[0] in live))
         last_use = _last_uses([n for n in self.nodes if n in live], self.deps)
 
         body = Emitter()
@@ -139,7 +167,15 @@ class _WrapperBuilder:
         for node in self.nodes:
             if node not in live or node.op == "output":
                 continue
-            if node.op == "call_function":
+            if node in self.group_of:
+                group = self.group_of[node]
+                if node is group.members[0]:
+                    for stored in group.stored:
+                        self.names[stored] = f"buf{counter}"
+                        counter += 1
+                    self._emit_group(body, group)
+                    emitted.update(n.name for n in group.members)
+            elif node.op == "call_function":
                 var = f"buf{counter}"
                 counter += 1
                 self.names[node] = var
@@ -172,7 +208,8 @@ class _WrapperBuilder:
         out.line("def call(args):")
         with out.indent():
             out.lines(body.text().rstrip("\n").split("\n"))
-        return WrapperCode(self.name, out.text(), dict(self.constants), frozenset(emitted))
+        launches = any(g.members[0].name in emitted for g in self.groups)
+        return WrapperCode(self.name, out.text(), dict(self.constants), frozenset(emitted), launches)
 
     def _emit_node(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
         decision = self.decisions[node.name]
@@ -193,6 +230,29 @@ class _WrapperBuilder:
             body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
         else:
             body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", node.name)
+
+    def _emit_group(self, body: Emitter, group: Group) -> None:
+        kernel = group.kernel
+        label = f"{kernel.name}: {', '.join(kernel.nodes)}"
+        for node, buf in zip(group.stored, kernel.outputs):
+            val = node.meta["val"]
+            sizes = self._src(tuple(buf.sizes))
+            strides = self._src(tuple(buf.strides))
+            body.line(
+                f"{self.names[node]} = torch.empty_strided({sizes}, {strides}, dtype={val.dtype}, device={self._src(val.device)})",
+                f"{node.name} (stored by {kernel.name})",
+            )
+        self.constants[kernel.name] = self.kernels[kernel.name]
+        self.constants.setdefault("_pick_block", pick_block)
+        self.constants.setdefault("_COUNTERS", COUNTERS)
+        args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
+        args += ["xnumel"] + [str(s) for s in kernel.size_symbols]
+        body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
+        body.line(f"if xnumel > 0:", kernel.name)
+        with body.indent():
+            body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
+            body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock)", label)
+            body.line("_COUNTERS.kernel_launches += 1", kernel.name)
 
     def _emit_assert(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
         target = node.target
@@ -226,6 +286,8 @@ class _WrapperBuilder:
         return ", ".join(parts)
 
     def _src(self, value: Any) -> str:
+        if isinstance(value, sympy.Expr):
+            return pexpr(value)
         if isinstance(value, torch.fx.Node):
             return self.names[value]
         if isinstance(value, (list, tuple)):
@@ -248,6 +310,12 @@ class _WrapperBuilder:
         var = f"_const{len(self.constants)}"
         self.constants[var] = value
         return var
+
+
+def _group_symbols(group: Group) -> set[sympy.Symbol]:
+    kernel = group.kernel
+    exprs = [kernel.numel, *(e for b in kernel.outputs for e in (*b.sizes, *b.strides))]
+    return set(kernel.size_symbols) | set().union(*(e.free_symbols for e in exprs))
 
 
 def _exposed(val: Any) -> list[tuple[str, sympy.Expr]]:

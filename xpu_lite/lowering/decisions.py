@@ -40,9 +40,12 @@ class Decision:
     kind: DecisionKind
     reason: FallbackReason | None = None
     note: str = ""  # e.g. "from aten.gelu (decomposed)"
+    kernel: str = ""  # the fused kernel this node went into, e.g. "kernel_0 (3 nodes)"
 
     def why(self) -> str:
         parts = [str(self.reason)] if self.reason else []
+        if self.kernel:
+            parts.append(f"in {self.kernel}")
         if self.note:
             parts.append(self.note)
         return "; ".join(parts)

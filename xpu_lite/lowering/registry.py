@@ -1,8 +1,8 @@
 """The one registry of Triton lowerings: op -> (checker, rule).
 
 A checker is a pure predicate on the node's fake-tensor metadata; the partitioner calls
-checkers only. Lowering rules arrive with the Triton issue; until then the registry is
-empty and every selected node falls back with reason NO_LOWERING.
+checkers only, fusion calls rules only. The rules live in pointwise.py (imported by the
+lowering package, so the registry is complete once `xpu_lite.lowering` is imported).
 """
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ class LoweringRegistry:
             return rule
 
         return wrap
+
+    def rule(self, node: torch.fx.Node) -> Callable[..., Any]:
+        return self._table[node.target].rule
 
     def can_lower(self, node: torch.fx.Node) -> bool:
         entry = self._table.get(node.target)

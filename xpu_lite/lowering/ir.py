@@ -1,0 +1,94 @@
+"""A small frozen IR for pointwise kernels, with sympy sizes and index expressions.
+
+A Kernel walks a flat iteration space of `numel` elements (xindex); each Load reads a
+buffer at an index expression of xindex and the size symbols; Compute nodes form an SSA
+list; each Store writes one value to an output buffer. Built by fusion.py, printed by
+codegen/triton.py, checked by verify() at the stage boundary.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import sympy
+import torch
+
+XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    name: str  # the wrapper variable holding the tensor
+    dtype: torch.dtype
+    sizes: tuple[sympy.Expr, ...]
+    strides: tuple[sympy.Expr, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+    buffer: str
+    index: sympy.Expr
+
+
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    value: float | int | bool
+    dtype: torch.dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class Compute:
+    op: str  # a key of codegen/triton.py's math table
+    args: tuple[int, ...]  # indices of earlier values in Kernel.values
+    dtype: torch.dtype
+    node: str  # the FX node it comes from (for errors and explain)
+
+
+@dataclasses.dataclass(frozen=True)
+class Store:
+    buffer: str
+    index: sympy.Expr
+    value: int  # index into Kernel.values
+
+
+Value = Load | Constant | Compute
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    name: str
+    numel: sympy.Expr
+    inputs: tuple[Buffer, ...]
+    outputs: tuple[Buffer, ...]
+    values: tuple[Value, ...]
+    stores: tuple[Store, ...]
+    nodes: tuple[str, ...]  # FX nodes fused into this kernel
+
+    @property
+    def size_symbols(self) -> tuple[sympy.Symbol, ...]:
+        exprs = [self.numel, *(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores)]
+        free = set().union(*(e.free_symbols for e in exprs)) - {XINDEX}
+        return tuple(sorted(free, key=str))
+
+
+class IRError(RuntimeError):
+    pass
+
+
+def verify(kernel: Kernel) -> Kernel:
+    """Cheap structural checks; names the node, op and dtype that break them."""
+    buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
+    for i, value in enumerate(kernel.values):
+        if isinstance(value, Load):
+            if value.buffer not in {b.name for b in kernel.inputs}:
+                raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r}, which is not an input")
+        elif isinstance(value, Compute):
+            if any(a >= i or a < 0 for a in value.args):
+                raise IRError(f"{kernel.name}: node {value.node} op {value.op} ({value.dtype}) uses a later value {value.args}")
+            if value.dtype not in (torch.float32, torch.bool):
+                raise IRError(f"{kernel.name}: node {value.node} op {value.op} computes in {value.dtype}")
+    for store in kernel.stores:
+        if store.buffer not in buffers or not 0 <= store.value < len(kernel.values):
+            raise IRError(f"{kernel.name}: bad store to {store.buffer!r}")
+    if not kernel.stores:
+        raise IRError(f"{kernel.name}: stores nothing")
+    return kernel
