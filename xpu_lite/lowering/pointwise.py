@@ -26,8 +26,8 @@ def _is_lowerable_tensor(value: Any) -> bool:
 def _pointwise_ok(node: torch.fx.Node, allowed_kwargs: dict[str, Any] | None = None) -> bool:
     """Output and tensor inputs float32 and broadcastable to the output; scalars finite numbers."""
     out = node.meta.get("val")
-    if not _is_lowerable_tensor(out):
-        return False
+    if not _is_lowerable_tensor(out) or any(isinstance(s, int) and s == 0 for s in out.shape):
+        return False  # (a statically empty output has nothing to compute: eager handles it)
     for key, value in node.kwargs.items():
         if allowed_kwargs is None or allowed_kwargs.get(key, object()) != value:
             return False

@@ -1,0 +1,124 @@
+"""Triton kernels for selected pointwise nodes: OpInfo coverage, fusion, symbolic sizes,
+NaN semantics, output strides, failure fallback. Compared with eager at a stated
+tolerance (float32: rtol 1e-5, atol 1e-5); sizes are small (the CPU interpreter is slow).
+"""
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+import torch
+
+import xpu_lite
+import xpu_lite.backend
+from xpu_lite.lowering import FallbackKind, LoweringError
+from xpu_lite.report import capture
+
+RTOL = ATOL = 1e-5
+LOWERED_OPINFOS = [
+    ("abs", ""), ("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"), ("neg", ""), ("exp", ""),
+    ("log", ""), ("sqrt", ""), ("rsqrt", ""), ("sin", ""), ("cos", ""), ("sigmoid", ""), ("nn.functional.relu", ""),
+    ("maximum", ""), ("minimum", ""), ("reciprocal", ""),
+]
+
+
+def _opinfo(name: str, variant: str):
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return next(op for op in op_db if op.name == name and op.variant_test_name == variant)
+
+
+def _close(actual, expected) -> None:
+    torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
+    assert actual.stride() == expected.stride() or actual.numel() <= 1, (actual.stride(), expected.stride())
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("name,variant", LOWERED_OPINFOS, ids=[n for n, _ in LOWERED_OPINFOS])
+def test_opinfo_float32(device: str, name: str, variant: str, where: str) -> None:
+    op = _opinfo(name, variant)
+    samples = [s for s in op.sample_inputs(device, torch.float32) if s.input.numel() <= 2048][:3]
+    samples += [s.noncontiguous() for s in samples[:1]]
+    kernels = 0
+    for sample in samples:
+        torch._dynamo.reset()
+
+        def fn(x, *args):
+            if where == "lite region":
+                with xpu_lite.compile_region():
+                    return op(x, *args, **sample.kwargs)
+            return op(x, *args, **sample.kwargs)
+
+        compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
+        before = xpu_lite.counters.kernels_compiled
+        _close(compiled(sample.input, *sample.args), fn(sample.input, *sample.args))
+        kernels += xpu_lite.counters.kernels_compiled - before
+    assert kernels > 0, f"no sample of {name} was lowered to a kernel"
+
+
+def chain(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    y = torch.sigmoid(x * 1.5 + bias)
+    return torch.maximum(y.sqrt() - 0.25, x.abs().neg()).exp()
+
+
+def test_one_kernel_source_for_all_sizes(device: str) -> None:
+    compiled = torch.compile(chain, backend="xpu_lite", dynamic=True)
+    sizes = (37, 53, 71, 97)
+    with capture() as reports:
+        for n in sizes:
+            x, bias = torch.randn(n, 11, device=device), torch.randn(11, device=device)
+            _close(compiled(x, bias), chain(x, bias))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.kernels_compiled == 1
+    assert xpu_lite.counters.kernel_launches == len(sizes)
+    (source,) = reports[0].kernels
+    assert not re.search(r"\b(37|53|71|97|11)\b", source), "a dynamic size was baked into the kernel"
+    assert source.count("tl.store(") == 1  # intermediates stay in registers
+
+
+def test_transposed_and_broadcast_inputs_keep_eager_strides(device: str) -> None:
+    compiled = torch.compile(chain, backend="xpu_lite", dynamic=True)
+    for n in (6, 9):
+        x = torch.randn(7, n, device=device).t()  # non-contiguous input
+        bias = torch.randn(1, 7, device=device)  # broadcast over rows
+        _close(compiled(x, bias), chain(x, bias))
+
+
+def test_nan_propagates_like_torch(device: str) -> None:
+    def fn(a, b):
+        return torch.maximum(a, b) + torch.minimum(a, b) + torch.relu(a)
+
+    a = torch.tensor([float("nan"), 1.0, -2.0, 3.0, float("nan"), -0.5], device=device)
+    b = torch.tensor([0.0, float("nan"), 1.0, -3.0, float("nan"), 0.25], device=device)
+    compiled = torch.compile(fn, backend="xpu_lite")
+    _close(compiled(a, b), fn(a, b))
+    assert xpu_lite.counters.kernels_compiled == 1
+
+
+def test_backward_graph_gets_kernels(device: str) -> None:
+    x = torch.randn(5, 8, device=device, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    compiled = torch.compile(lambda t: (torch.sin(t) * t).sum(), backend="xpu_lite", dynamic=True)
+    compiled(x).backward()
+    (torch.sin(x_eager) * x_eager).sum().backward()
+    _close(x.grad, x_eager.grad)
+    assert xpu_lite.counters.kernels_compiled >= 2  # forward and backward
+
+
+def test_kernel_that_fails_to_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(xpu_lite.backend, "kernel_source", lambda kernel, target: f"def {kernel.name}(:\n")
+    x, bias = torch.randn(6, 4), torch.randn(4)
+    with pytest.warns(UserWarning, match=r"kernel_0 failed to compile: SyntaxError.*run eagerly"):
+        report = xpu_lite.explain(chain, x, bias)
+    kinds = {d.reason.kind for d in report.graphs[0].decisions if d.reason}
+    assert kinds == {FallbackKind.KERNEL_FAILED}
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = torch.compile(chain, backend="xpu_lite")
+        _close(compiled(x, bias), chain(x, bias))
+    torch._dynamo.reset()
+    strict = torch.compile(chain, backend="xpu_lite", options={"strict": True})
+    with pytest.raises(Exception, match="kernel_0 failed to compile") as info:
+        strict(x, bias)
+    assert isinstance(info.value, LoweringError) or "LoweringError" in repr(info.value) or "kernel_0" in str(info.value)
