@@ -56,8 +56,9 @@ def test_regions_decompose_inside_and_preserve_outside(fn) -> None:
     ops = [d.op for d in by_node.values()]
     assert ops.count("aten.hardsigmoid.default") == 1, ops  # the outside one, preserved
     assert "aten.layer_norm.default" in ops  # CIA op kept as one node outside regions
-    inside = [d for d in by_node.values() if d.reason and d.reason.kind is FallbackKind.NO_LOWERING]
+    inside = [d for d in by_node.values() if d.kind is DecisionKind.KERNEL or (d.reason and d.reason.kind is FallbackKind.NO_LOWERING)]
     assert inside and all("from aten.hardsigmoid" in d.note or d.op == "aten.mul.Tensor" for d in inside)
+    assert any("from aten.hardsigmoid" in d.note for d in inside)  # decomposed by the table
     outside = [d for d in by_node.values() if d.reason and d.reason.kind is FallbackKind.OUTSIDE_REGION]
     assert {d.op for d in outside} >= {"aten.hardsigmoid.default", "aten.add.Tensor", "aten.layer_norm.default"}
     compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
@@ -84,10 +85,10 @@ def test_compile_ops_select_everywhere() -> None:
 
     report = xpu_lite.explain(fn, torch.randn(6), options={"mode": "lite", "compile_ops": ["aten.hardsigmoid"]})
     graph = report.graphs[0]
-    emitted = [d for d in graph.decisions if d.node in graph.emitted and d.kind is DecisionKind.FALLBACK]
+    emitted = [d for d in graph.decisions if d.node in graph.emitted]
     assert "aten.hardsigmoid.default" not in {d.op for d in emitted}  # decomposed (selected)
     from_hardsigmoid = [d for d in emitted if "from aten.hardsigmoid" in d.note]
-    assert from_hardsigmoid and all(d.reason.kind is FallbackKind.NO_LOWERING for d in from_hardsigmoid)
+    assert from_hardsigmoid and all(d.kind is DecisionKind.KERNEL for d in from_hardsigmoid)
     exp = next(d for d in emitted if d.op == "aten.exp.default")
     assert exp.reason.kind is FallbackKind.OUTSIDE_REGION
 

@@ -16,11 +16,23 @@ from xpu_lite.lowering import FallbackKind, LoweringError
 from xpu_lite.report import capture
 
 RTOL = ATOL = 1e-5
-LOWERED_OPINFOS = [
-    ("abs", ""), ("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"), ("neg", ""), ("exp", ""),
-    ("log", ""), ("sqrt", ""), ("rsqrt", ""), ("sin", ""), ("cos", ""), ("sigmoid", ""), ("nn.functional.relu", ""),
-    ("maximum", ""), ("minimum", ""), ("reciprocal", ""),
+FLOAT_OPINFOS = [
+    ("abs", ""), ("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"), ("div", "trunc_rounding"),
+    ("div", "floor_rounding"), ("neg", ""), ("exp", ""), ("exp2", ""), ("expm1", ""), ("log", ""), ("log2", ""),
+    ("log1p", ""), ("sqrt", ""), ("rsqrt", ""), ("sin", ""), ("cos", ""), ("tan", ""), ("tanh", ""), ("sigmoid", ""),
+    ("erf", ""), ("reciprocal", ""), ("floor", ""), ("ceil", ""), ("trunc", ""), ("round", ""), ("sign", ""),
+    ("isnan", ""), ("isinf", ""), ("nan_to_num", ""), ("remainder", ""), ("fmod", ""),
+    ("maximum", ""), ("minimum", ""), ("clamp", ""), ("clamp_min", ""), ("clamp_max", ""), ("where", ""),
+    ("eq", ""), ("ne", ""), ("lt", ""), ("le", ""), ("gt", ""), ("ge", ""), ("logical_and", ""), ("logical_not", ""),
+    ("nn.functional.relu", ""), ("nn.functional.silu", ""), ("nn.functional.gelu", ""), ("nn.functional.hardtanh", ""),
+    ("nn.functional.leaky_relu", ""), ("nn.functional.elu", ""), ("full_like", ""), ("fill", ""),
 ]
+INT_OPINFOS = [
+    ("add", ""), ("sub", ""), ("mul", ""), ("neg", ""), ("abs", ""), ("maximum", ""), ("minimum", ""), ("eq", ""),
+    ("lt", ""), ("ge", ""), ("bitwise_and", ""), ("bitwise_or", ""), ("bitwise_xor", ""), ("bitwise_not", ""),
+    ("logical_or", ""), ("logical_xor", ""), ("where", ""), ("clamp", ""), ("sign", ""),
+]
+LOW_PRECISION_TOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 
 def _opinfo(name: str, variant: str):
@@ -30,16 +42,31 @@ def _opinfo(name: str, variant: str):
 
 
 def _close(actual, expected) -> None:
-    torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
+    if not expected.dtype.is_floating_point:
+        assert actual.dtype == expected.dtype and torch.equal(actual, expected)
+    else:
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
     assert actual.stride() == expected.stride() or actual.numel() <= 1, (actual.stride(), expected.stride())
 
 
-@pytest.mark.parametrize("where", ["default mode", "lite region"])
-@pytest.mark.parametrize("name,variant", LOWERED_OPINFOS, ids=[n for n, _ in LOWERED_OPINFOS])
-def test_opinfo_float32(device: str, name: str, variant: str, where: str) -> None:
-    op = _opinfo(name, variant)
-    samples = [s for s in op.sample_inputs(device, torch.float32) if s.input.numel() <= 2048][:3]
-    samples += [s.noncontiguous() for s in samples[:1]]
+def _closer_than_eager(actual, eager, reference, tol: float) -> None:
+    """fp16/bf16: the compiled result is no further from the float64 reference than twice
+    eager's error plus one rounding step of the dtype."""
+    assert actual.dtype == eager.dtype and actual.shape == eager.shape
+    ref = reference.double()
+    finite = torch.isfinite(ref)
+    err_c = (actual.double() - ref).abs()[finite]
+    err_e = (eager.double() - ref).abs()[finite]
+    bound = 2 * err_e + tol * (1 + ref.abs()[finite])
+    assert bool((err_c <= bound).all()), f"max excess {(err_c - bound).max()}"
+    assert torch.equal(actual.isnan(), eager.isnan())
+
+
+def _to(value, dtype):
+    return value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+
+
+def _run_samples(op, samples, where: str, check) -> int:
     kernels = 0
     for sample in samples:
         torch._dynamo.reset()
@@ -52,9 +79,51 @@ def test_opinfo_float32(device: str, name: str, variant: str, where: str) -> Non
 
         compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
         before = xpu_lite.counters.kernels_compiled
-        _close(compiled(sample.input, *sample.args), fn(sample.input, *sample.args))
+        check(compiled(sample.input, *sample.args), fn, sample)
         kernels += xpu_lite.counters.kernels_compiled - before
+    return kernels
+
+
+def _samples(op, device: str, dtype: torch.dtype, count: int):
+    return [s for s in op.sample_inputs(device, dtype) if s.input.numel() <= 2048][:count]
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("name,variant", FLOAT_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in FLOAT_OPINFOS])
+def test_opinfo_float32(device: str, name: str, variant: str, where: str) -> None:
+    op = _opinfo(name, variant)
+    samples = _samples(op, device, torch.float32, 3)
+    samples += [s.noncontiguous() for s in samples[:1]]
+    kernels = _run_samples(op, samples, where, lambda out, fn, s: _close(out, fn(s.input, *s.args)))
     assert kernels > 0, f"no sample of {name} was lowered to a kernel"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("name,variant", FLOAT_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in FLOAT_OPINFOS])
+def test_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch.dtype) -> None:
+    op = _opinfo(name, variant)
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+
+    def check(out, fn, s):
+        eager = fn(s.input, *s.args)
+        if not eager.dtype.is_floating_point:
+            return _close(out, eager)
+        reference = fn(_to(s.input, torch.float64), *[_to(a, torch.float64) for a in s.args])
+        _closer_than_eager(out, eager, reference, LOW_PRECISION_TOL[dtype])
+
+    kernels = _run_samples(op, _samples(op, device, dtype, 2), "default mode", check)
+    assert kernels > 0, f"no {dtype} sample of {name} was lowered to a kernel"
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool], ids=["int32", "int64", "bool"])
+@pytest.mark.parametrize("name,variant", INT_OPINFOS, ids=[n for n, _ in INT_OPINFOS])
+def test_opinfo_integer_and_bool(device: str, name: str, variant: str, dtype: torch.dtype) -> None:
+    op = _opinfo(name, variant)
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    samples = _samples(op, device, dtype, 2)
+    _run_samples(op, samples, "default mode", lambda out, fn, s: _close(out, fn(s.input, *s.args)))
 
 
 def chain(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -122,3 +191,12 @@ def test_kernel_that_fails_to_compile_falls_back_with_a_warning(monkeypatch: pyt
     with pytest.raises(Exception, match="kernel_0 failed to compile") as info:
         strict(x, bias)
     assert isinstance(info.value, LoweringError) or "LoweringError" in repr(info.value) or "kernel_0" in str(info.value)
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -0.5, -1, 0])
+def test_pow_scalar_exponents(device: str, exponent: float) -> None:
+    x = torch.rand(6, 5, device=device) + 0.1
+    x[0, 0] = float("nan")
+    compiled = torch.compile(lambda t: torch.pow(t, exponent) + 1, backend="xpu_lite", dynamic=True)
+    _close(compiled(x), torch.pow(x, exponent) + 1)
+    assert xpu_lite.counters.kernels_compiled == 1

@@ -14,34 +14,61 @@ from ..lowering import ir
 from .emitter import Emitter
 from .printer import pexpr
 
-_NAN_MAX = "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))"
-_NAN_MIN = "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))"
+_F32_MAX = "3.4028234663852886e38"
+_TANH = ("tl.where(tl.abs({0}) < 0.0625, {0} - {0} * {0} * {0} / 3.0 + 2.0 * {0} * {0} * {0} * {0} * {0} / 15.0, "
+         "tl.where({0} >= 0.0, 1.0, -1.0) * (1.0 - tl.exp(-2.0 * tl.abs({0}))) / (1.0 + tl.exp(-2.0 * tl.abs({0}))))")
+_FLOOR_HALF = "tl.floor({0} + 0.5)"
 
-# op -> Triton expression; both targets share it unless a target overrides below.
+# op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
+# targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
+# a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
 MATH: dict[str, str] = {
-    "add": "{0} + {1}",
-    "sub": "{0} - {1}",
-    "mul": "{0} * {1}",
-    "truediv": "{0} / {1}",
-    "maximum": _NAN_MAX,
-    "minimum": _NAN_MIN,
-    "neg": "-{0}",
-    "abs": "tl.abs({0})",
-    "exp": "tl.exp({0})",
-    "log": "tl.log({0})",
-    "sqrt": "tl.sqrt({0})",
-    "rsqrt": "1.0 / tl.sqrt({0})",
-    "sin": "tl.sin({0})",
-    "cos": "tl.cos({0})",
-    "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))",
-    "relu": "tl.where({0} < 0.0, 0.0, {0})",  # NaN < 0 is false: NaN propagates as in torch
-    "reciprocal": "1.0 / {0}",
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
+    "maximum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
+    "minimum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
+    "clamp_min": "tl.where({0} != {0}, {0}, tl.maximum({0}, {1}))",
+    "clamp_max": "tl.where({0} != {0}, {0}, tl.minimum({0}, {1}))",
+    "neg": "-{0}", "abs": "tl.abs({0})",
+    "sign": "({0} > 0).to({dt}) - ({0} < 0).to({dt})",
+    "relu": "tl.where({0} < 0, 0, {0})",  # NaN < 0 is false: NaN propagates as in torch
+    "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
+    # Kahan's tricks: accurate near 0 without libdevice
+    "expm1": "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
+             "(tl.exp({0}) - 1.0) * {0} / tl.log(tl.exp({0}))))",
+    "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", 1.0 + {0}, "
+             "tl.log(1.0 + {0}) * {0} / ((1.0 + {0}) - 1.0)))",
+    "sqrt": "tl.sqrt({0})", "rsqrt": "1.0 / tl.sqrt({0})",
+    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "tl.sin({0}) / tl.cos({0})",
+    "tanh": _TANH, "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
+    "erf": "tl.erf({0})", "reciprocal": "1.0 / {0}",
+    "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+    "trunc": "tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))",
+    "round": "tl.where(tl.abs({0}) >= 8388608.0, {0}, tl.where((" + _FLOOR_HALF + " - {0} == 0.5) & ("
+             + _FLOOR_HALF + " * 0.5 != tl.floor(" + _FLOOR_HALF + " * 0.5)), " + _FLOOR_HALF + " - 1.0, " + _FLOOR_HALF + "))",
+    "isnan": "{0} != {0}", "isinf": "tl.abs({0}) > " + _F32_MAX,
+    "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}", "ge": "{0} >= {1}",
+    "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "{0} == 0",
+    "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "bitwise_xor": "{0} ^ {1}", "bitwise_not": "~{0}",
+    "where": "tl.where({0}, {1}, {2})",
+    "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
+    "elu": "tl.where({0} > 0.0, {0} * {2}, {1} * {2} * (tl.exp({0} * {3}) - 1.0))",
+    "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
+    "gelu_tanh": "0.5 * {0} * (1.0 + " + _TANH.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")",
+    "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
+    "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
+    "div_floor": "tl.floor({0} / {1})",
+    "fmod": "{0} % {1}",  # float %: C fmod (sign of the dividend) on both targets
+    "remainder": "tl.where(({0} % {1} != 0) & (({0} % {1} < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
+    "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
 }
 TARGET_MATH: dict[str, dict[str, str]] = {
     "interpreter": {},
     "gpu": {"rsqrt": "tl.rsqrt({0})"},
 }
-_TL_DTYPE = {torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16"}
+_TL_DTYPE = {
+    torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
+    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.bool: "tl.int1",
+}
 
 
 def target_for(device_type: str) -> str:
@@ -61,12 +88,38 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     with out.indent():
         out.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
         out.line("xmask = xindex < xnumel")
+        used = _used_values(kernel)
         for i, value in enumerate(kernel.values):
-            out.line(f"tmp{i} = {_value(value, table)}", _comment(value))
+            if i in used:
+                out.line(f"tmp{i} = {_value(value, table)}", _comment(value))
         for store in kernel.stores:
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
-            out.line(f"tl.store({store.buffer} + ({pexpr(store.index)}), tmp{store.value}.to({_TL_DTYPE[buf.dtype]}), mask=xmask)")
+            out.line(f"tl.store({store.buffer} + ({pexpr(store.index)}), {_stored(f'tmp{store.value}', buf.dtype, target)}, mask=xmask)")
     return out.text()
+
+
+def _used_values(kernel: ir.Kernel) -> set[int]:
+    """Values some store depends on (a full_like's input, say, is never read)."""
+    used: set[int] = set()
+    stack = [store.value for store in kernel.stores]
+    while stack:
+        i = stack.pop()
+        if i not in used:
+            used.add(i)
+            value = kernel.values[i]
+            if isinstance(value, ir.Compute):
+                stack.extend(value.args)
+    return used
+
+
+def _stored(value: str, dtype: torch.dtype, target: str) -> str:
+    if dtype is torch.bfloat16 and target == "interpreter":
+        # the interpreter truncates fp32 -> bf16: round to nearest even by hand, then the
+        # truncating cast is exact
+        bits = f"{value}.to(tl.uint32, bitcast=True)"
+        rounded = f"(({bits} + 0x7FFF + (({bits} >> 16) & 1)) & 0xFFFF0000)"
+        return f"{rounded}.to(tl.float32, bitcast=True).to(tl.bfloat16)"
+    return f"{value}.to({_TL_DTYPE[dtype]})"
 
 
 def _value(value: ir.Value, table: dict[str, str]) -> str:
@@ -74,10 +127,26 @@ def _value(value: ir.Value, table: dict[str, str]) -> str:
         index = pexpr(value.index)
         if ir.XINDEX not in value.index.free_symbols:  # a broadcast scalar: still one pointer per lane
             index = f"{index} + 0 * xindex"
-        return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0.0).to(tl.float32)"
+        return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({_TL_DTYPE[value.dtype]})"
     if isinstance(value, ir.Constant):
-        return repr(float(value.value))
-    return "(" + table[value.op].format(*(f"tmp{a}" for a in value.args)) + ")"
+        return _literal(value.value, value.dtype)
+    args = [f"tmp{a}" for a in value.args]
+    dt = _TL_DTYPE[value.dtype]
+    if value.op == "to":
+        return f"({args[0]} != 0)" if value.dtype is torch.bool else f"{args[0]}.to({dt})"
+    if value.op == "broadcast":
+        return f"tl.full([XBLOCK], {args[0]}, {dt})"
+    if value.op == "bitwise_not" and value.dtype is torch.bool:
+        return f"({args[0]} == 0)"
+    return "(" + table[value.op].format(*args, dt=dt) + ")"
+
+
+def _literal(value: float | int | bool, dtype: torch.dtype) -> str:
+    if dtype is torch.bool:
+        return "True" if value else "False"
+    if dtype.is_floating_point:
+        return repr(float(value))
+    return repr(int(value))
 
 
 def _comment(value: ir.Value) -> str:

@@ -18,6 +18,7 @@ from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 from .._torch_compat import sym_expr
 from . import ir
 from .decisions import Decision, DecisionKind
+from .pointwise import Ref
 from .registry import LOWERINGS
 
 
@@ -94,14 +95,36 @@ class KernelBuilder:
             sizes, strides = _sizes(node), _strides(val)
             name = f"in_ptr{len(self.inputs)}"
             self.inputs[node] = ir.Buffer(name, val.dtype, sizes, strides)
-            self.loaded[node] = self._add(ir.Load(name, index_expr(self.out_sizes, sizes, strides)))
+            load = ir.Load(name, index_expr(self.out_sizes, sizes, strides), ir.compute_dtype(val.dtype))
+            self.loaded[node] = self._add(load)
         return self.loaded[node]
 
-    def constant(self, value: Any) -> int:
-        return self._add(ir.Constant(value, torch.float32))
+    def constant(self, value: Any, dtype: torch.dtype | None = None) -> int:
+        if dtype is None:
+            dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float32
+        return self._add(ir.Constant(value, dtype))
 
-    def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node) -> int:
-        return self._add(ir.Compute(op, tuple(operands), torch.float32, node.name))
+    def dtype(self, value: int) -> torch.dtype:
+        return self.values[value].dtype
+
+    def cast(self, value: int, dtype: torch.dtype, node: torch.fx.Node) -> int:
+        current = self.values[value]
+        if current.dtype == dtype:
+            return value
+        if isinstance(current, ir.Constant):
+            return self.constant(dtype_convert(current.value, dtype), dtype)
+        return self._add(ir.Compute("to", (value,), dtype, node.name))
+
+    def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
+        return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
+
+
+def dtype_convert(value: Any, dtype: torch.dtype) -> Any:
+    if dtype is torch.bool:
+        return bool(value)
+    if dtype.is_floating_point:
+        return float(value)
+    return int(value)
 
 
 def build_group(name: str, members: list[torch.fx.Node]) -> Group:
@@ -110,12 +133,12 @@ def build_group(name: str, members: list[torch.fx.Node]) -> Group:
     value_of: dict[torch.fx.Node, int] = {}
     member_set = set(members)
     for node in members:
-        operands = []
+        operands: list[Any] = []
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
-                operands.append(value_of[arg] if arg in member_set else builder.load(arg))
+                operands.append(Ref(value_of[arg] if arg in member_set else builder.load(arg)))
             else:
-                operands.append(builder.constant(arg))
+                operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)
     stored = [n for n in members if any(user not in member_set for user in n.users)]
     outputs, stores = [], []

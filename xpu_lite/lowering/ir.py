@@ -23,10 +23,20 @@ class Buffer:
     strides: tuple[sympy.Expr, ...]
 
 
+COMPUTE_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
+STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool)
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """fp16/bf16 are computed in fp32 (and rounded once, on store)."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 @dataclasses.dataclass(frozen=True)
 class Load:
     buffer: str
     index: sympy.Expr
+    dtype: torch.dtype  # compute dtype of the loaded value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,15 +87,18 @@ class IRError(RuntimeError):
 def verify(kernel: Kernel) -> Kernel:
     """Cheap structural checks; names the node, op and dtype that break them."""
     buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
+    for buf in (*kernel.inputs, *kernel.outputs):
+        if buf.dtype not in STORAGE_DTYPES:
+            raise IRError(f"{kernel.name}: buffer {buf.name} has unsupported dtype {buf.dtype}")
     for i, value in enumerate(kernel.values):
+        if value.dtype not in COMPUTE_DTYPES:
+            raise IRError(f"{kernel.name}: value {i} ({value}) computes in {value.dtype}")
         if isinstance(value, Load):
             if value.buffer not in {b.name for b in kernel.inputs}:
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r}, which is not an input")
         elif isinstance(value, Compute):
             if any(a >= i or a < 0 for a in value.args):
                 raise IRError(f"{kernel.name}: node {value.node} op {value.op} ({value.dtype}) uses a later value {value.args}")
-            if value.dtype not in (torch.float32, torch.bool):
-                raise IRError(f"{kernel.name}: node {value.node} op {value.op} computes in {value.dtype}")
     for store in kernel.stores:
         if store.buffer not in buffers or not 0 <= store.value < len(kernel.values):
             raise IRError(f"{kernel.name}: bad store to {store.buffer!r}")

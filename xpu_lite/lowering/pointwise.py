@@ -1,8 +1,11 @@
 """Pointwise lowerings: for each aten op, a checker (pure, on fake-tensor metadata) and a
-rule that adds Compute values to the kernel being built.
+rule that adds values to the kernel being built.
 
-Scope today: float32 tensors (any strides, broadcasting) and Python int/float scalars.
-Other dtypes, SymInt scalars and non-finite constants fall back with "no lowering".
+Dtypes: float32, float16, bfloat16 (computed in fp32, rounded once on store), int32, int64
+and bool. Type promotion is torch's: the output dtype is read from the node's fake value
+and operands are cast to its compute dtype. Python int/float/bool scalars become
+constants; anything else (SymInt scalars, float64, complex, non-finite constants where
+an op would mishandle them) falls back with "no lowering".
 """
 from __future__ import annotations
 
@@ -13,72 +16,246 @@ from typing import Any
 import torch
 import torch.fx
 
+from . import ir
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
-SUPPORTED_DTYPES = (torch.float32,)
-
-
-def _is_lowerable_tensor(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and value.dtype in SUPPORTED_DTYPES and value.layout is torch.strided
-
-
-def _pointwise_ok(node: torch.fx.Node, allowed_kwargs: dict[str, Any] | None = None) -> bool:
-    """Output and tensor inputs float32 and broadcastable to the output; scalars finite numbers."""
-    out = node.meta.get("val")
-    if not _is_lowerable_tensor(out) or any(isinstance(s, int) and s == 0 for s in out.shape):
-        return False  # (a statically empty output has nothing to compute: eager handles it)
-    for key, value in node.kwargs.items():
-        if allowed_kwargs is None or allowed_kwargs.get(key, object()) != value:
-            return False
-    for arg in node.args:
-        if isinstance(arg, torch.fx.Node):
-            val = arg.meta.get("val")
-            if not _is_lowerable_tensor(val) or val.dim() > out.dim():
-                return False
-        elif isinstance(arg, bool) or not isinstance(arg, (int, float)) or not math.isfinite(arg):
-            return False
-    return True
-
-
-def _register(op_name: str, *targets: Any, allowed_kwargs: dict[str, Any] | None = None) -> None:
-    def checker(node: torch.fx.Node) -> bool:
-        return _pointwise_ok(node, allowed_kwargs)
-
-    def rule(builder: Any, node: torch.fx.Node, *operands: int) -> int:
-        return builder.compute(op_name, operands, node)
-
-    rule.__name__ = f"lower_{op_name}"
-    LOWERINGS.register(*targets, checker=checker)(rule)
-
-
-# op name in codegen/triton.py's math table -> aten overloads it lowers
-_BINARY: dict[str, tuple[Any, ...]] = {
-    "add": (aten.add.Tensor,),
-    "sub": (aten.sub.Tensor,),
-    "mul": (aten.mul.Tensor,),
-    "truediv": (aten.div.Tensor,),
-    "maximum": (aten.maximum.default,),
-    "minimum": (aten.minimum.default,),
-}
-_UNARY: dict[str, tuple[Any, ...]] = {
-    "neg": (aten.neg.default,),
-    "abs": (aten.abs.default,),
-    "exp": (aten.exp.default,),
-    "log": (aten.log.default,),
-    "sqrt": (aten.sqrt.default,),
-    "rsqrt": (aten.rsqrt.default,),
-    "sin": (aten.sin.default,),
-    "cos": (aten.cos.default,),
-    "sigmoid": (aten.sigmoid.default,),
-    "relu": (aten.relu.default,),
-    "reciprocal": (aten.reciprocal.default,),
-}
-
-for _name, _targets in _BINARY.items():
-    _register(_name, *_targets, allowed_kwargs={"alpha": 1} if _name in ("add", "sub") else None)
-for _name, _targets in _UNARY.items():
-    _register(_name, *_targets)
-
-LOWERED_OPS: tuple[Any, ...] = tuple(t for targets in (*_BINARY.values(), *_UNARY.values()) for t in targets)
+prims = torch.ops.prims
+FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+INTS = (torch.int32, torch.int64)
+NUMERIC = FLOATS + INTS
+ALL = NUMERIC + (torch.bool,)
 Rule = Callable[..., int]
+
+
+# -- checkers ------------------------------------------------------------------------
+def _tensor_ok(value: Any, dtypes: tuple[torch.dtype, ...]) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype in dtypes and value.layout is torch.strided
+
+
+def _scalar_ok(value: Any) -> bool:
+    return isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value))
+
+
+def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL, kwargs: dict[str, Any] | None = None,
+            extra: Callable[[torch.fx.Node], bool] | None = None) -> Callable[[torch.fx.Node], bool]:
+    """Output dtype in `out`, tensor inputs in `inputs` and broadcastable, scalars finite,
+    kwargs only those listed (with those values, or any value for None)."""
+
+    def check(node: torch.fx.Node) -> bool:
+        val = node.meta.get("val")
+        if not _tensor_ok(val, out) or any(isinstance(s, int) and s == 0 for s in val.shape):
+            return False  # (a statically empty output has nothing to compute: eager handles it)
+        for key, value in node.kwargs.items():
+            allowed = (kwargs or {}).get(key, ("absent",))
+            if allowed is not None and value not in allowed:
+                return False
+        for arg in node.args:
+            if isinstance(arg, torch.fx.Node):
+                arg_val = arg.meta.get("val")
+                if not _tensor_ok(arg_val, inputs) or arg_val.dim() > val.dim():
+                    return False
+            elif isinstance(arg, (list, tuple)):
+                continue  # a size (full): the iteration space comes from the output
+            elif not (_scalar_ok(arg) or arg is None):
+                return False
+        return extra is None or extra(node)
+
+    return check
+
+
+def _out_cdt(node: torch.fx.Node) -> torch.dtype:
+    return ir.compute_dtype(node.meta["val"].dtype)
+
+
+# Operands reach rules as value indices (tensors) or raw Python scalars; the builder keeps
+# them apart by wrapping value indices. fusion.build_group passes tensor operands as
+# `Ref` so a Python int scalar is never mistaken for a value index.
+class Ref(int):
+    pass
+
+
+def _arg(b: Any, value: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
+    if isinstance(value, Ref):
+        return b.cast(int(value), dtype, node)
+    from .fusion import dtype_convert
+
+    return b.constant(dtype_convert(value, dtype), dtype)
+
+
+def _promoted(b: Any, operands: tuple[Any, ...]) -> torch.dtype:
+    """Compute dtype for comparisons: float32 if anything is floating, else the widest int."""
+    dtypes = [b.dtype(int(o)) for o in operands if isinstance(o, Ref)]
+    if any(d.is_floating_point for d in dtypes) or any(isinstance(o, float) for o in operands if not isinstance(o, Ref)):
+        return torch.float32
+    if torch.int64 in dtypes:
+        return torch.int64
+    if torch.int32 in dtypes:
+        return torch.int32
+    if any(type(o) is int for o in operands):
+        return torch.int64
+    return torch.bool
+
+
+# -- rules -----------------------------------------------------------------------------
+def _elementwise(op: str, nargs: int) -> Rule:
+    """Operands cast to the output's compute dtype, then `op`."""
+
+    def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
+        cdt = _out_cdt(node)
+        return b.compute(op, tuple(_arg(b, o, cdt, node) for o in operands[:nargs]), node, cdt)
+
+    return rule
+
+
+def _compare(op: str) -> Rule:
+    def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
+        cdt = _promoted(b, operands)
+        return b.compute(op, tuple(_arg(b, o, cdt, node) for o in operands), node, torch.bool)
+
+    return rule
+
+
+def _logical(op: str) -> Rule:
+    def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
+        as_bool = [_arg(b, o, torch.bool, node) if not isinstance(o, Ref) or b.dtype(int(o)) is torch.bool
+                   else b.compute("ne", (int(o), b.constant(0, b.dtype(int(o)))), node, torch.bool) for o in operands]
+        result = b.compute(op, tuple(as_bool), node, torch.bool)
+        return b.cast(result, _out_cdt(node), node)
+
+    return rule
+
+
+def _with_scalars(op: str, names: tuple[str, ...], defaults: tuple[Any, ...]) -> Rule:
+    """op(x, p1, p2, ...) with scalar parameters from args or kwargs (leaky_relu, elu)."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *params: Any) -> int:
+        cdt = _out_cdt(node)
+        values = list(params) + [node.kwargs.get(n, d) for n, d in zip(names[len(params):], defaults[len(params):])]
+        return b.compute(op, (_arg(b, x, cdt, node), *(_arg(b, v, cdt, node) for v in values)), node, cdt)
+
+    return rule
+
+
+def _clamp(names: tuple[str, str], defaults: tuple[Any, Any]) -> Rule:
+    """clamp / hardtanh: either bound may be absent; NaN propagates."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *params: Any) -> int:
+        cdt = _out_cdt(node)
+        values = list(params) + [node.kwargs.get(n, d) for n, d in zip(names[len(params):], defaults[len(params):])]
+        value = _arg(b, x, cdt, node)
+        for op, bound in zip(("clamp_min", "clamp_max"), values):
+            if bound is not None:
+                value = b.compute(op, (value, _arg(b, bound, cdt, node)), node, cdt)
+        return value
+
+    return rule
+
+
+def _convert(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    return _arg(b, x, _out_cdt(node), node)
+
+
+def _where(b: Any, node: torch.fx.Node, cond: Any, x: Any, y: Any) -> int:
+    cdt = _out_cdt(node)
+    return b.compute("where", (_arg(b, cond, torch.bool, node), _arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+
+
+def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
+    value = args[0] if node.target is aten.scalar_tensor.default else args[1]  # full, full_like, fill: (_, value)
+    cdt = _out_cdt(node)
+    return b.compute("broadcast", (_arg(b, value, cdt, node),), node, cdt)
+
+
+def _add_sub(op: str) -> Rule:
+    def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+        cdt = _out_cdt(node)
+        alpha = node.kwargs.get("alpha", 1)
+        other = _arg(b, y, cdt, node)
+        if alpha != 1:
+            other = b.compute("mul", (other, _arg(b, alpha, cdt, node)), node, cdt)
+        return b.compute(op, (_arg(b, x, cdt, node), other), node, cdt)
+
+    return rule
+
+
+def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+    mode = node.kwargs.get("rounding_mode")
+    cdt = _out_cdt(node)
+    op = {"trunc": "div_trunc", "floor": "div_floor", None: "truediv"}[mode]
+    return b.compute(op, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+
+
+def _pow_scalar(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
+    cdt = _out_cdt(node)
+    op = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}[exponent]
+    return b.compute(op, (_arg(b, x, cdt, node),), node, cdt)
+
+
+def _gelu(b: Any, node: torch.fx.Node, x: Any) -> int:
+    op = "gelu_tanh" if node.kwargs.get("approximate", "none") == "tanh" else "gelu"
+    return b.compute(op, (_arg(b, x, torch.float32, node),), node, torch.float32)
+
+
+def _nan_to_num(b: Any, node: torch.fx.Node, x: Any, *params: Any) -> int:
+    finfo = torch.finfo(node.meta["val"].dtype)
+    names = ("nan", "posinf", "neginf")
+    values = list(params) + [node.kwargs.get(n) for n in names[len(params):]]
+    nan = 0.0 if values[0] is None else float(values[0])
+    posinf = finfo.max if values[1] is None else float(values[1])
+    neginf = finfo.min if values[2] is None else float(values[2])
+    consts = tuple(b.constant(v, torch.float32) for v in (nan, posinf, neginf))
+    return b.compute("nan_to_num", (_arg(b, x, torch.float32, node), *consts), node, torch.float32)
+
+
+# -- the table -------------------------------------------------------------------------
+def _reg(targets: tuple[Any, ...], check: Callable[[torch.fx.Node], bool], rule: Rule) -> None:
+    LOWERINGS.register(*targets, checker=check)(rule)
+
+
+_FLOAT_UNARY = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+                "sigmoid", "erf", "reciprocal", "floor", "ceil", "trunc", "round", "silu"]
+for _op in _FLOAT_UNARY:
+    _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _elementwise(_op, 1))
+for _op in ["neg", "abs", "relu", "sign"]:
+    _reg((getattr(aten, _op).default,), checker(NUMERIC, NUMERIC), _elementwise(_op, 1))
+for _op in ["isnan", "isinf"]:
+    _reg((getattr(aten, _op).default,), checker((torch.bool,), FLOATS), _compare(_op))
+
+_reg((aten.add.Tensor,), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
+_reg((aten.sub.Tensor,), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
+_reg((aten.mul.Tensor,), checker(NUMERIC, ALL), _elementwise("mul", 2))
+_reg((aten.div.Tensor,), checker(FLOATS, ALL), _elementwise("truediv", 2))
+_reg((aten.div.Tensor_mode,), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
+_reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
+_reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
+# floats only: integer division by zero raises in eager, a kernel cannot
+_reg((aten.remainder.Tensor, aten.remainder.Scalar), checker(FLOATS, ALL), _elementwise("remainder", 2))
+_reg((aten.fmod.Tensor, aten.fmod.Scalar), checker(FLOATS, ALL), _elementwise("fmod", 2))
+_reg((aten.pow.Tensor_Scalar,), checker(FLOATS, FLOATS, extra=lambda n: n.args[1] in (2, 3, 0.5, -0.5, -1, 1, 0)), _pow_scalar)
+for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
+    _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker((torch.bool,), ALL), _compare(_op))
+for _op in ["logical_and", "logical_or", "logical_xor"]:
+    _reg((getattr(aten, _op).default,), checker((torch.bool,), ALL), _logical(_op))
+_reg((aten.logical_not.default,), checker((torch.bool,), ALL), _logical("logical_not"))
+for _op in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+    _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker(INTS + (torch.bool,), INTS + (torch.bool,)), _elementwise(_op, 2))
+_reg((aten.bitwise_not.default,), checker(INTS + (torch.bool,), INTS + (torch.bool,)), _elementwise("bitwise_not", 1))
+_reg((aten.where.self,), checker(ALL, ALL), _where)
+_reg((aten.clamp.default,), checker(NUMERIC, NUMERIC, {"min": None, "max": None}), _clamp(("min", "max"), (None, None)))
+_reg((aten.clamp.Tensor,), checker(NUMERIC, NUMERIC, {"min": None, "max": None}), _clamp(("min", "max"), (None, None)))
+_reg((aten.clamp_min.default, aten.clamp_min.Tensor), checker(NUMERIC, NUMERIC), _elementwise("clamp_min", 2))
+_reg((aten.clamp_max.default, aten.clamp_max.Tensor), checker(NUMERIC, NUMERIC), _elementwise("clamp_max", 2))
+_reg((aten.hardtanh.default,), checker(FLOATS, FLOATS), _clamp(("min_val", "max_val"), (-1.0, 1.0)))
+_reg((aten.leaky_relu.default,), checker(FLOATS, FLOATS), _with_scalars("leaky_relu", ("negative_slope",), (0.01,)))
+_reg((aten.elu.default,), checker(FLOATS, FLOATS), _with_scalars("elu", ("alpha", "scale", "input_scale"), (1.0, 1.0, 1.0)))
+_reg((aten.gelu.default,), checker(FLOATS, FLOATS, {"approximate": ("none", "tanh")}), _gelu)
+_reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
+_reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=lambda n: isinstance(n.args[1], torch.dtype)), _convert)
+_reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "memory_format": (torch.preserve_format, None)},
+     extra=lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device)), _convert)
+_SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
+_reg((aten.full.default,), checker(ALL, ALL, _SAME_DEVICE, extra=lambda n: _scalar_ok(n.args[1])), _full)
+_reg((aten.scalar_tensor.default,), checker(ALL, ALL, _SAME_DEVICE), _full)
+_reg((aten.fill.Scalar,), checker(ALL, ALL), _full)
+_reg((aten.full_like.default,), checker(ALL, ALL, {**_SAME_DEVICE, "memory_format": None}, extra=lambda n: _scalar_ok(n.args[1])), _full)
