@@ -200,3 +200,34 @@ def test_pow_scalar_exponents(device: str, exponent: float) -> None:
     compiled = torch.compile(lambda t: torch.pow(t, exponent) + 1, backend="xpu_lite", dynamic=True)
     _close(compiled(x), torch.pow(x, exponent) + 1)
     assert xpu_lite.counters.kernels_compiled == 1
+
+
+def views_model(x: torch.Tensor, y: torch.Tensor):
+    a = x.permute(1, 0, 2)[:, 1:, ::2] * 2  # permute + slices with step feed a kernel
+    b = a + y.unsqueeze(0).expand(a.shape[0], -1, -1)[:, :, :5]  # broadcast through expand
+    c = torch.sigmoid(b).reshape(b.shape[0], -1)  # reshape of a non-contiguous result: a copy kernel
+    return c.t() + 1, b.select(1, 0)  # a view the output reads: eager alias
+
+
+def test_views_are_index_math(device: str) -> None:
+    compiled = torch.compile(views_model, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (6, 9, 12):
+            x, y = torch.randn(4, n, 10, device=device), torch.randn(3, 7, device=device)
+            for got, expected in zip(compiled(x, y), views_model(x, y)):
+                _close(got, expected)
+    assert xpu_lite.counters.forward_graphs == 1
+    source = reports[0].source
+    for op in ("permute", "slice", "expand", "unsqueeze", "view.default", "clone"):
+        assert f"torch.ops.aten.{op}" not in source, f"{op} ran eagerly instead of as index math"
+    assert "torch.ops.aten.select.int(" in source  # read by the output: an alias, no copy
+    rows = {row[1]: row[3] for row in reports[0].rows()}
+    assert rows["permute"] == "view (folded into kernel loads)" and rows["select"] == "view"
+
+
+def test_contiguous_of_a_transpose_is_one_copy_kernel(device: str) -> None:
+    fn = lambda x: x.t().contiguous()  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    x = torch.randn(5, 7, device=device)
+    _close(compiled(x), fn(x))
+    assert compiled(x).is_contiguous() and xpu_lite.counters.kernels_compiled == 1

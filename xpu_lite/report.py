@@ -43,7 +43,12 @@ class GraphReport:
     def rows(self) -> list[tuple[str, str, str, str, str]]:
         out = []
         for d in self.decisions:
-            decision = d.kind.value if d.node in self.emitted else f"{d.kind.value} (dead, removed)"
+            if d.node in self.emitted:
+                decision = d.kind.value
+            elif d.kind is DecisionKind.VIEW:
+                decision = "view (folded into kernel loads)"
+            else:
+                decision = f"{d.kind.value} (dead, removed)"
             out.append((self.name, d.node, d.op, decision, d.why()))
         return out
 

@@ -226,6 +226,8 @@ class _WrapperBuilder:
                     body.line(f"{var} = {_CALLS[target].format(*args)}", node.name)
         elif kind is DecisionKind.ASSERT:
             self._emit_assert(body, node, var)
+        elif kind is DecisionKind.VIEW:  # something outside the kernels reads it: the eager alias, no copy
+            body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", f"{node.name} (view)")
         elif kind is DecisionKind.UNPACK:
             body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
         else:

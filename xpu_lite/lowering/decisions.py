@@ -11,6 +11,7 @@ class DecisionKind(enum.Enum):
     SIZE = "size"  # size arithmetic, plain Python in the wrapper
     ASSERT = "assert"  # runtime check in the wrapper
     UNPACK = "unpack"  # getitem on a multi-output op
+    VIEW = "view"  # index math folded into kernel loads; an eager alias where something else reads it
 
 
 class FallbackKind(enum.Enum):

@@ -31,18 +31,32 @@ class Group:
 
 
 def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group]:
+    def is_view(node: Any) -> bool:
+        return isinstance(node, torch.fx.Node) and node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW
+
     runs: list[list[torch.fx.Node]] = []
     for node in gm.graph.nodes:
         decision = decisions.get(node.name)
+        if is_view(node):
+            continue  # index math: no kernel of its own, does not end a run
         if decision is None or decision.kind is not DecisionKind.KERNEL:
             if node.op != "placeholder":
                 runs.append([])
             continue
-        if runs and runs[-1] and _sizes(runs[-1][0]) == _sizes(node):
-            runs[-1].append(node)
+        current = runs[-1] if runs else []
+        # a value computed in this kernel cannot be re-read through a view of it: start a new kernel
+        reads_own_view = any(is_view(a) and view_root(a, is_view) in current for a in node.args)
+        if current and _sizes(current[0]) == _sizes(node) and not reads_own_view:
+            current.append(node)
         else:
             runs.append([node])
-    return [build_group(f"kernel_{i}", run) for i, run in enumerate(r for r in runs if r)]
+    return [build_group(f"kernel_{i}", run, is_view) for i, run in enumerate(r for r in runs if r)]
+
+
+def view_root(node: torch.fx.Node, is_view: Any) -> torch.fx.Node:
+    while is_view(node):
+        node = node.args[0]
+    return node
 
 
 def _sizes(node: torch.fx.Node) -> tuple[sympy.Expr, ...]:
@@ -89,14 +103,17 @@ class KernelBuilder:
         self.values.append(value)
         return len(self.values) - 1
 
-    def load(self, node: torch.fx.Node) -> int:
+    def load(self, node: torch.fx.Node, root: torch.fx.Node | None = None) -> int:
+        """Load `node`'s elements; for a view, read its root buffer with the view's strides."""
         if node not in self.loaded:
-            val = node.meta["val"]
+            root = node if root is None else root
+            val, root_val = node.meta["val"], root.meta["val"]
             sizes, strides = _sizes(node), _strides(val)
-            name = f"in_ptr{len(self.inputs)}"
-            self.inputs[node] = ir.Buffer(name, val.dtype, sizes, strides)
-            load = ir.Load(name, index_expr(self.out_sizes, sizes, strides), ir.compute_dtype(val.dtype))
-            self.loaded[node] = self._add(load)
+            if root not in self.inputs:
+                self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
+            offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
+            index = index_expr(self.out_sizes, sizes, strides) + offset
+            self.loaded[node] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
         return self.loaded[node]
 
     def constant(self, value: Any, dtype: torch.dtype | None = None) -> int:
@@ -127,7 +144,7 @@ def dtype_convert(value: Any, dtype: torch.dtype) -> Any:
     return int(value)
 
 
-def build_group(name: str, members: list[torch.fx.Node]) -> Group:
+def build_group(name: str, members: list[torch.fx.Node], is_view: Any = lambda node: False) -> Group:
     out_sizes = _sizes(members[0])
     builder = KernelBuilder(out_sizes)
     value_of: dict[torch.fx.Node, int] = {}
@@ -136,7 +153,10 @@ def build_group(name: str, members: list[torch.fx.Node]) -> Group:
         operands: list[Any] = []
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
-                operands.append(Ref(value_of[arg] if arg in member_set else builder.load(arg)))
+                if arg in member_set:
+                    operands.append(Ref(value_of[arg]))
+                else:
+                    operands.append(Ref(builder.load(arg, view_root(arg, is_view))))
             else:
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)

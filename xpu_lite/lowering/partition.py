@@ -15,6 +15,7 @@ from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
+from .views import can_view
 
 aten = torch.ops.aten
 
@@ -76,6 +77,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str]) -> Dec
         return fallback(FallbackKind.DATA_DEPENDENT, "result size or value depends on tensor data")
     if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
         return fallback(FallbackKind.MUTATION, "writes its inputs in place")
+    if can_view(node):
+        return Decision(name, op, DecisionKind.VIEW, note=note)
     if LOWERINGS.can_lower(node):
         return Decision(name, op, DecisionKind.KERNEL, note=note)
     if config.strict:

@@ -153,6 +153,7 @@ def _clamp(names: tuple[str, str], defaults: tuple[Any, Any]) -> Rule:
 
 
 def _convert(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    """convert_element_type / _to_copy / clone: the value itself (cast), stored at the node's strides."""
     return _arg(b, x, _out_cdt(node), node)
 
 
@@ -254,6 +255,7 @@ _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf":
 _reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=lambda n: isinstance(n.args[1], torch.dtype)), _convert)
 _reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "memory_format": (torch.preserve_format, None)},
      extra=lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device)), _convert)
+_reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
 _reg((aten.full.default,), checker(ALL, ALL, _SAME_DEVICE, extra=lambda n: _scalar_ok(n.args[1])), _full)
 _reg((aten.scalar_tensor.default,), checker(ALL, ALL, _SAME_DEVICE), _full)
