@@ -231,3 +231,16 @@ def test_contiguous_of_a_transpose_is_one_copy_kernel(device: str) -> None:
     x = torch.randn(5, 7, device=device)
     _close(compiled(x), fn(x))
     assert compiled(x).is_contiguous() and xpu_lite.counters.kernels_compiled == 1
+
+
+def test_symint_scalars_are_kernel_arguments(device: str) -> None:
+    def fn(x: torch.Tensor, n: int) -> torch.Tensor:
+        return (x * n + x.shape[0]).relu()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 4, 5):
+            x = torch.randn(n + 4, 6, device=device)
+            _close(compiled(x, n), fn(x, n))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.kernels_compiled == 1
+    assert all(row[3] == "kernel" for row in reports[0].rows() if row[2] != "aten.sym_size.int")

@@ -65,7 +65,16 @@ def compile_graph(
     config = plan.config
     decisions = partition(gm, plan)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
-    code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)
+    try:
+        code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)
+    except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
+        if config.strict or not groups:
+            raise
+        warnings.warn(f"xpu_lite: {exc}; the kernels of {name} run eagerly", stacklevel=2)
+        for group in groups:
+            _demote(group, decisions, str(exc))
+        groups, kernels, sources = [], {}, []
+        code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)
     report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
     write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
@@ -95,11 +104,7 @@ def compile_kernels(
             if strict:
                 raise LoweringError(kernel.name, kernel.nodes[0], detail) from exc
             warnings.warn(f"xpu_lite: {detail}; its {len(kernel.nodes)} node(s) run eagerly", stacklevel=2)
-            for node in group.members:
-                decisions[node.name] = dataclasses.replace(
-                    decisions[node.name], kind=DecisionKind.FALLBACK,
-                    reason=FallbackReason(FallbackKind.KERNEL_FAILED, decisions[node.name].op, detail),
-                )
+            _demote(group, decisions, detail)
             continue
         ok.append(group)
         sources.append(source)
@@ -107,3 +112,11 @@ def compile_kernels(
         for node in group.members:
             decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=f"{kernel.name} ({len(group.members)} nodes)")
     return ok, kernels, sources
+
+
+def _demote(group: Group, decisions: dict[str, Decision], detail: str) -> None:
+    for node in group.members:
+        decisions[node.name] = dataclasses.replace(
+            decisions[node.name], kind=DecisionKind.FALLBACK, kernel="",
+            reason=FallbackReason(FallbackKind.KERNEL_FAILED, decisions[node.name].op, detail),
+        )

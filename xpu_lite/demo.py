@@ -4,6 +4,7 @@ fell back and why, recompiles, error against eager and timings.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,9 +23,9 @@ SIZES: tuple[tuple[int, int], ...] = ((2, 8), (3, 16), (4, 32), (5, 24))  # no 1
 class Block(torch.nn.Module):
     """Pre-norm attention + MLP; the MLP activation is the one annotated compile region."""
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, region: bool = True) -> None:
         super().__init__()
-        self.heads = heads
+        self.heads, self.region = heads, region
         self.norm1 = torch.nn.LayerNorm(dim)
         self.qkv = torch.nn.Linear(dim, 3 * dim)
         self.proj = torch.nn.Linear(dim, dim)
@@ -38,15 +39,15 @@ class Block(torch.nn.Module):
         att = torch.softmax(q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5, dim=-1)
         x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
         h = self.up(self.norm2(x))
-        with compile_region():
+        with compile_region() if self.region else contextlib.nullcontext():
             h = F.gelu(h) * torch.sigmoid(h)
         return x + self.down(h)
 
 
 class TransformerStack(torch.nn.Module):
-    def __init__(self, dim: int = 64, heads: int = 4, layers: int = 4) -> None:
+    def __init__(self, dim: int = 64, heads: int = 4, layers: int = 4, region: bool = True) -> None:
         super().__init__()
-        self.layers = torch.nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.layers = torch.nn.ModuleList(Block(dim, heads, region) for _ in range(layers))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:

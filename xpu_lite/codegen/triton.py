@@ -130,6 +130,8 @@ def _value(value: ir.Value, table: dict[str, str]) -> str:
         return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({_TL_DTYPE[value.dtype]})"
     if isinstance(value, ir.Constant):
         return _literal(value.value, value.dtype)
+    if isinstance(value, ir.SymValue):
+        return f"({pexpr(value.expr)})"
     args = [f"tmp{a}" for a in value.args]
     dt = _TL_DTYPE[value.dtype]
     if value.op == "to":

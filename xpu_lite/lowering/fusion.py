@@ -121,6 +121,9 @@ class KernelBuilder:
             dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float32
         return self._add(ir.Constant(value, dtype))
 
+    def sym(self, node: torch.fx.Node) -> int:
+        return self._add(ir.SymValue(sym_expr(node.meta["val"]), torch.int64))
+
     def dtype(self, value: int) -> torch.dtype:
         return self.values[value].dtype
 
@@ -155,6 +158,8 @@ def build_group(name: str, members: list[torch.fx.Node], is_view: Any = lambda n
             if isinstance(arg, torch.fx.Node):
                 if arg in member_set:
                     operands.append(Ref(value_of[arg]))
+                elif isinstance(arg.meta.get("val"), torch.SymInt):
+                    operands.append(Ref(builder.sym(arg)))
                 else:
                     operands.append(Ref(builder.load(arg, view_root(arg, is_view))))
             else:

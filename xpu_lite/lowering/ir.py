@@ -46,6 +46,14 @@ class Constant:
 
 
 @dataclasses.dataclass(frozen=True)
+class SymValue:
+    """A SymInt operand: its expression over the size symbols, which are kernel arguments."""
+
+    expr: sympy.Expr
+    dtype: torch.dtype
+
+
+@dataclasses.dataclass(frozen=True)
 class Compute:
     op: str  # a key of codegen/triton.py's math table
     args: tuple[int, ...]  # indices of earlier values in Kernel.values
@@ -60,7 +68,7 @@ class Store:
     value: int  # index into Kernel.values
 
 
-Value = Load | Constant | Compute
+Value = Load | Constant | SymValue | Compute
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +84,7 @@ class Kernel:
     @property
     def size_symbols(self) -> tuple[sympy.Symbol, ...]:
         exprs = [self.numel, *(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores)]
+        exprs += [v.expr for v in self.values if isinstance(v, SymValue)]
         free = set().union(*(e.free_symbols for e in exprs)) - {XINDEX}
         return tuple(sorted(free, key=str))
 

@@ -4,8 +4,9 @@ rule that adds values to the kernel being built.
 Dtypes: float32, float16, bfloat16 (computed in fp32, rounded once on store), int32, int64
 and bool. Type promotion is torch's: the output dtype is read from the node's fake value
 and operands are cast to its compute dtype. Python int/float/bool scalars become
-constants; anything else (SymInt scalars, float64, complex, non-finite constants where
-an op would mishandle them) falls back with "no lowering".
+constants (Dynamo specializes Python floats, so a literal costs no extra compile); SymInt
+scalars are computed in the kernel from its runtime size arguments. Anything else
+(SymFloat, float64, complex, non-finite constants) falls back with "no lowering".
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
                 arg_val = arg.meta.get("val")
+                if isinstance(arg_val, torch.SymInt):
+                    continue  # a size-valued scalar: computed in the kernel from its size arguments
                 if not _tensor_ok(arg_val, inputs) or arg_val.dim() > val.dim():
                     return False
             elif isinstance(arg, (list, tuple)):
