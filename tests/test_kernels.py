@@ -21,7 +21,7 @@ FLOAT_OPINFOS = [
     ("div", "floor_rounding"), ("neg", ""), ("exp", ""), ("exp2", ""), ("expm1", ""), ("log", ""), ("log2", ""),
     ("log1p", ""), ("sqrt", ""), ("rsqrt", ""), ("sin", ""), ("cos", ""), ("tan", ""), ("tanh", ""), ("sigmoid", ""),
     ("erf", ""), ("reciprocal", ""), ("floor", ""), ("ceil", ""), ("trunc", ""), ("round", ""), ("sign", ""),
-    ("isnan", ""), ("isinf", ""), ("nan_to_num", ""), ("remainder", ""), ("fmod", ""),
+    ("isnan", ""), ("isinf", ""), ("nan_to_num", ""), ("remainder", ""), ("fmod", ""), ("pow", ""),
     ("maximum", ""), ("minimum", ""), ("clamp", ""), ("clamp_min", ""), ("clamp_max", ""), ("where", ""),
     ("eq", ""), ("ne", ""), ("lt", ""), ("le", ""), ("gt", ""), ("ge", ""), ("logical_and", ""), ("logical_not", ""),
     ("nn.functional.relu", ""), ("nn.functional.silu", ""), ("nn.functional.gelu", ""), ("nn.functional.hardtanh", ""),
@@ -98,9 +98,10 @@ def test_opinfo_float32(device: str, name: str, variant: str, where: str) -> Non
     assert kernels > 0, f"no sample of {name} was lowered to a kernel"
 
 
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("name,variant", FLOAT_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in FLOAT_OPINFOS])
-def test_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch.dtype) -> None:
+def test_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch.dtype, where: str) -> None:
     op = _opinfo(name, variant)
     if dtype not in op.supported_dtypes(device):
         pytest.skip(f"{name} does not support {dtype} in eager on {device}")
@@ -112,7 +113,9 @@ def test_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch
         reference = fn(_to(s.input, torch.float64), *[_to(a, torch.float64) for a in s.args])
         _closer_than_eager(out, eager, reference, LOW_PRECISION_TOL[dtype])
 
-    kernels = _run_samples(op, _samples(op, device, dtype, 2), "default mode", check)
+    samples = _samples(op, device, dtype, 2)
+    samples = samples[:1] + [s.noncontiguous() for s in samples[1:]]  # one contiguous, one not
+    kernels = _run_samples(op, samples, where, check)
     assert kernels > 0, f"no {dtype} sample of {name} was lowered to a kernel"
 
 

@@ -59,6 +59,9 @@ MATH: dict[str, str] = {
     "div_floor": "tl.floor({0} / {1})",
     "fmod": "{0} % {1}",  # float %: C fmod (sign of the dividend) on both targets
     "remainder": "tl.where(({0} % {1} != 0) & (({0} % {1} < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
+    "pow": "tl.where({1} == 0.0, 1.0, tl.where({0} == 1.0, 1.0, tl.where({0} < 0.0, tl.where(tl.floor({1}) == {1}, "
+           "tl.where(tl.floor({1} * 0.5) * 2.0 != {1}, -1.0, 1.0) * tl.exp2({1} * tl.log2(tl.abs({0}))), "
+           "float('nan')), tl.exp2({1} * tl.log2(tl.abs({0}))))))",
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
 }
 TARGET_MATH: dict[str, dict[str, str]] = {

@@ -190,10 +190,16 @@ def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
     return b.compute(op, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
 
 
-def _pow_scalar(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
+_POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
+
+
+def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
+    """Exact forms for common scalar exponents; exp2(y * log2|x|) with torch's sign, NaN,
+    0 and 1 rules otherwise."""
     cdt = _out_cdt(node)
-    op = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}[exponent]
-    return b.compute(op, (_arg(b, x, cdt, node),), node, cdt)
+    if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
+        return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
+    return b.compute("pow", (_arg(b, x, cdt, node), _arg(b, exponent, cdt, node)), node, cdt)
 
 
 def _gelu(b: Any, node: torch.fx.Node, x: Any) -> int:
@@ -236,7 +242,7 @@ _reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
 # floats only: integer division by zero raises in eager, a kernel cannot
 _reg((aten.remainder.Tensor, aten.remainder.Scalar), checker(FLOATS, ALL), _elementwise("remainder", 2))
 _reg((aten.fmod.Tensor, aten.fmod.Scalar), checker(FLOATS, ALL), _elementwise("fmod", 2))
-_reg((aten.pow.Tensor_Scalar,), checker(FLOATS, FLOATS, extra=lambda n: n.args[1] in (2, 3, 0.5, -0.5, -1, 1, 0)), _pow_scalar)
+_reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker((torch.bool,), ALL), _compare(_op))
 for _op in ["logical_and", "logical_or", "logical_xor"]:
