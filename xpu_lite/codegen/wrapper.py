@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sympy
@@ -65,7 +65,7 @@ def generate_wrapper(
     gm: torch.fx.GraphModule,
     decisions: dict[str, Decision],
     name: str,
-    groups: list[Group] = (),  # type: ignore[assignment]
+    groups: Sequence[Group] = (),
     kernels: dict[str, Any] | None = None,
     device_type: str = "cpu",
 ) -> WrapperCode:
@@ -81,6 +81,7 @@ class _WrapperBuilder:
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
+        self.position = {node: i for i, node in enumerate(self.nodes)}
         self.placeholders = [n for n in self.nodes if n.op == "placeholder"]
         self.output = next(n for n in self.nodes if n.op == "output")
         self.bindings: dict[sympy.Symbol, _Binding] = {}
@@ -115,7 +116,7 @@ class _WrapperBuilder:
                     if missing:
                         raise LoweringError(group.kernel.name, node.name, f"size symbols {sorted(map(str, missing))} are not available in the wrapper")
                     producers = {self.bindings[s].producer for s in symbols}
-                    self.deps[node] = sorted({*group.external, *producers}, key=self.nodes.index)
+                    self.deps[node] = sorted({*group.external, *producers}, key=self.position.__getitem__)
                 else:
                     self.deps[node] = [group.members[0]]
             else:
@@ -123,7 +124,7 @@ class _WrapperBuilder:
                 expr = sym_expr(node.meta.get("val")) if kind is DecisionKind.SIZE else None
                 if expr is not None and expr.free_symbols <= self.bindings.keys():
                     self.size_expr[node] = expr
-                    self.deps[node] = sorted({self.bindings[s].producer for s in expr.free_symbols}, key=self.nodes.index)
+                    self.deps[node] = sorted({self.bindings[s].producer for s in expr.free_symbols}, key=self.position.__getitem__)
                 else:
                     self.deps[node] = list(node.all_input_nodes)
             self._bind_from(node)
@@ -347,7 +348,8 @@ def _last_uses(order: list[torch.fx.Node], deps: dict[torch.fx.Node, list[torch.
     for value, user in last.items():
         if user.op != "output":
             result.setdefault(user, []).append(value)
-    return {user: sorted(vals, key=order.index) for user, vals in result.items()}
+    position = {node: i for i, node in enumerate(order)}
+    return {user: sorted(vals, key=position.__getitem__) for user, vals in result.items()}
 
 
 def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:

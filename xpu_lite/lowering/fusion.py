@@ -18,7 +18,6 @@ from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 from .._torch_compat import sym_expr
 from . import ir
 from .decisions import Decision, DecisionKind
-from .pointwise import Ref
 from .registry import LOWERINGS
 
 
@@ -132,19 +131,12 @@ class KernelBuilder:
         if current.dtype == dtype:
             return value
         if isinstance(current, ir.Constant):
-            return self.constant(dtype_convert(current.value, dtype), dtype)
+            return self.constant(ir.convert_scalar(current.value, dtype), dtype)
         return self._add(ir.Compute("to", (value,), dtype, node.name))
 
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
 
-
-def dtype_convert(value: Any, dtype: torch.dtype) -> Any:
-    if dtype is torch.bool:
-        return bool(value)
-    if dtype.is_floating_point:
-        return float(value)
-    return int(value)
 
 
 def build_group(name: str, members: list[torch.fx.Node], is_view: Any = lambda node: False) -> Group:
@@ -157,11 +149,11 @@ def build_group(name: str, members: list[torch.fx.Node], is_view: Any = lambda n
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
                 if arg in member_set:
-                    operands.append(Ref(value_of[arg]))
+                    operands.append(ir.Ref(value_of[arg]))
                 elif isinstance(arg.meta.get("val"), torch.SymInt):
-                    operands.append(Ref(builder.sym(arg)))
+                    operands.append(ir.Ref(builder.sym(arg)))
                 else:
-                    operands.append(Ref(builder.load(arg, view_root(arg, is_view))))
+                    operands.append(ir.Ref(builder.load(arg, view_root(arg, is_view))))
             else:
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)

@@ -15,6 +15,17 @@ import torch
 XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
 
 
+class Ref(int):
+    """A value index handed to a lowering rule, so that a Python int scalar operand is never
+    mistaken for one."""
+
+
+def convert_scalar(value: float | int | bool, dtype: torch.dtype) -> float | int | bool:
+    if dtype is torch.bool:
+        return bool(value)
+    return float(value) if dtype.is_floating_point else int(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class Buffer:
     name: str  # the wrapper variable holding the tensor

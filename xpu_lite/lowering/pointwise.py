@@ -71,19 +71,15 @@ def _out_cdt(node: torch.fx.Node) -> torch.dtype:
     return ir.compute_dtype(node.meta["val"].dtype)
 
 
-# Operands reach rules as value indices (tensors) or raw Python scalars; the builder keeps
-# them apart by wrapping value indices. fusion.build_group passes tensor operands as
-# `Ref` so a Python int scalar is never mistaken for a value index.
-class Ref(int):
-    pass
+# Operands reach rules as ir.Ref (tensor or SymInt values already in the kernel) or as raw
+# Python scalars, which become typed constants.
+Ref = ir.Ref
 
 
 def _arg(b: Any, value: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
     if isinstance(value, Ref):
         return b.cast(int(value), dtype, node)
-    from .fusion import dtype_convert
-
-    return b.constant(dtype_convert(value, dtype), dtype)
+    return b.constant(ir.convert_scalar(value, dtype), dtype)
 
 
 def _promoted(b: Any, operands: tuple[Any, ...]) -> torch.dtype:
