@@ -9,6 +9,7 @@ call whose result nobody reads.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import operator
@@ -251,8 +252,10 @@ class _WrapperBuilder:
         args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
         args += ["xnumel"] + [str(s) for s in kernel.size_symbols]
         body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
-        body.line(f"if xnumel > 0:", kernel.name)
-        with body.indent():
+        guard = not kernel.numel.is_number  # a symbolic size may be 0 at run time: launch nothing then
+        if guard:
+            body.line("if xnumel > 0:", kernel.name)
+        with body.indent() if guard else contextlib.nullcontext():
             body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
             body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock)", label)
             body.line("_COUNTERS.kernel_launches += 1", kernel.name)
