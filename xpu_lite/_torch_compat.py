@@ -143,21 +143,6 @@ def fake_tensor_device(example_inputs: Iterable[Any]) -> str:
     return "cpu"
 
 
-def dynamo_recompile_count() -> int:
-    """How many times Dynamo recompiled a frame in this process (for the demo and benchmarks)."""
-    from torch._dynamo.utils import counters
-
-    return sum(counters["recompiles"].values()) if "recompiles" in counters else 0
-
-
-def dynamo_reset() -> None:
-    torch._dynamo.reset()
-
-
-def dynamo_config_patch(**changes: Any) -> contextlib.AbstractContextManager[None]:
-    return torch._dynamo.config.patch(**changes)
-
-
 def orig_callable(fn: Any) -> Any:
     """The user's function behind a torch.compile wrapper, or fn itself."""
     if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule):

@@ -7,7 +7,6 @@ libdevice functions are stubs and tl.maximum drops NaN, so NaN handling is spell
 """
 from __future__ import annotations
 
-import sympy
 import torch
 
 from ..lowering import ir
@@ -157,10 +156,3 @@ def _literal(value: float | int | bool, dtype: torch.dtype) -> str:
 def _comment(value: ir.Value) -> str:
     return value.node if isinstance(value, ir.Compute) else ""
 
-
-def numel_text(kernel: ir.Kernel) -> str:
-    return pexpr(kernel.numel)
-
-
-def size_args(kernel: ir.Kernel) -> list[sympy.Symbol]:
-    return list(kernel.size_symbols)

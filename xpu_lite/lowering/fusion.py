@@ -115,9 +115,7 @@ class KernelBuilder:
             self.loaded[node] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
         return self.loaded[node]
 
-    def constant(self, value: Any, dtype: torch.dtype | None = None) -> int:
-        if dtype is None:
-            dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float32
+    def constant(self, value: Any, dtype: torch.dtype) -> int:
         return self._add(ir.Constant(value, dtype))
 
     def sym(self, node: torch.fx.Node) -> int:

@@ -117,9 +117,8 @@ def _compare(op: str) -> Rule:
 
 def _logical(op: str) -> Rule:
     def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
-        as_bool = [_arg(b, o, torch.bool, node) if not isinstance(o, Ref) or b.dtype(int(o)) is torch.bool
-                   else b.compute("ne", (int(o), b.constant(0, b.dtype(int(o)))), node, torch.bool) for o in operands]
-        result = b.compute(op, tuple(as_bool), node, torch.bool)
+        as_bool = tuple(_arg(b, o, torch.bool, node) for o in operands)  # a cast to bool is `x != 0`
+        result = b.compute(op, as_bool, node, torch.bool)
         return b.cast(result, _out_cdt(node), node)
 
     return rule
