@@ -178,7 +178,7 @@ def test_backward_graph_gets_kernels(device: str) -> None:
 
 
 def test_kernel_that_fails_to_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(xpu_lite.backend, "kernel_source", lambda kernel, target: f"def {kernel.name}(:\n")
+    monkeypatch.setattr(xpu_lite.backend, "kernel_sources", lambda kernel, target: {kernel.name: f"def {kernel.name}(:\n"})
     x, bias = torch.randn(6, 4), torch.randn(4)
     with pytest.warns(UserWarning, match=r"kernel_0 failed to compile: SyntaxError.*run eagerly"):
         report = xpu_lite.explain(chain, x, bias)

@@ -13,7 +13,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx.traceback as fx_traceback
-from torch._decomp import core_aten_decompositions
+from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
@@ -23,6 +23,7 @@ from torch.utils._sympy.printers import PythonPrinter
 __all__ = [
     "aot_module_simplified",
     "core_aten_decompositions",
+    "get_decompositions",
     "current_annotation",
     "below_autograd",
     "enable_python_dispatcher",

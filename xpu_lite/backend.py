@@ -18,14 +18,14 @@ import torch.fx
 
 from . import _torch_compat as compat
 from .codegen import generate_wrapper
-from .codegen.triton import kernel_source, target_for
+from .codegen.triton import kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, tracing
 from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, partition
 from .lowering.fusion import Group, fuse
 from .report import COUNTERS, GraphReport, format_table, publish
-from .runtime import load_kernel, load_wrapper
+from .runtime import load_kernel, load_wrapper, reduction_strategy
 
 log = logging.getLogger(__name__)
 _graph_ids = itertools.count()
@@ -97,8 +97,8 @@ def compile_kernels(
     for group in groups:
         kernel = group.kernel
         try:
-            source = kernel_source(kernel, target_for(device_type))
-            kernels[kernel.name] = load_kernel(kernel.name, source, device_type)
+            variants = kernel_sources(kernel, target_for(device_type))
+            loaded = {name: load_kernel(name, source, device_type) for name, source in variants.items()}
         except Exception as exc:  # noqa: BLE001  (any failure of generated code means: run eagerly)
             detail = f"{kernel.name} failed to compile: {type(exc).__name__}: {exc}"
             if strict:
@@ -107,10 +107,14 @@ def compile_kernels(
             _demote(group, decisions, detail)
             continue
         ok.append(group)
-        sources.append(source)
+        kernels.update(loaded)
+        sources.extend(variants.values())
         COUNTERS.kernels_compiled += 1
+        label = f"{kernel.name} ({len(group.members)} nodes)"
+        if kernel.is_reduction:
+            label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type)})"
         for node in group.members:
-            decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=f"{kernel.name} ({len(group.members)} nodes)")
+            decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=label)
     return ok, kernels, sources
 
 

@@ -21,6 +21,15 @@ class Counters:
     fallback_nodes: int = 0  # eager aten calls emitted into wrappers
     kernels_compiled: int = 0  # Triton kernels (lands with the Triton issue)
     kernel_launches: int = 0
+    persistent_launches: int = 0  # reduction kernels launched with the whole row in one block
+    looped_launches: int = 0  # reduction kernels launched walking the row in chunks
+
+    def count_reduction(self, persistent: bool) -> None:
+        self.kernel_launches += 1
+        if persistent:
+            self.persistent_launches += 1
+        else:
+            self.looped_launches += 1
 
     def reset(self) -> None:
         for field in dataclasses.fields(self):

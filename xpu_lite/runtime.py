@@ -65,6 +65,53 @@ def pick_block(numel: int, device_type: str) -> int:
     return next((b for b in blocks if b >= numel), blocks[-1])
 
 
+# reductions: the whole row in one block up to this many elements, else chunks of it
+PERSISTENT_MAX = {"cpu": 1024, "gpu": 1024}
+_TILE = {"cpu": 16384, "gpu": 4096}  # XBLOCK * RBLOCK
+
+
+def pick_reduction(xnumel: int, rnumel: int, device_type: str) -> tuple[int, int, bool]:
+    """(XBLOCK, RBLOCK, persistent) for a reduction launch, from the runtime sizes. Powers
+    of two, so one source gives few binaries."""
+    target = "cpu" if device_type == "cpu" else "gpu"
+    persistent = rnumel <= PERSISTENT_MAX[target]
+    rblock = max(2, _next_power_of_2(rnumel)) if persistent else PERSISTENT_MAX[target]
+    xblock = max(1, min(_TILE[target] // rblock, _next_power_of_2(xnumel), 1024))
+    return xblock, rblock, persistent
+
+
+def reduction_strategy(rnumel: Any, device_type: str) -> str:
+    """How the launch picks a strategy, in words (for explain)."""
+    limit = PERSISTENT_MAX["cpu" if device_type == "cpu" else "gpu"]
+    if getattr(rnumel, "is_number", False):
+        kind = "persistent" if int(rnumel) <= limit else f"looped, RBLOCK={limit}"
+        return f"reduces {rnumel} per row: {kind}"
+    return f"reduces {rnumel} per row: persistent when <= {limit}, else looped"
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+class _QuietInterpreter:
+    """The interpreter computes masked-off lanes too (log(0) there is expected, and never
+    stored), so numpy's floating-point warnings are silenced around each launch."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        launch = self.kernel[grid]
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            import numpy as np
+
+            with np.errstate(all="ignore"):
+                return launch(*args, **kwargs)
+
+        return run
+
+
 def load_kernel(name: str, source: str, device_type: str) -> Any:
     """Compile (or fetch) one kernel for a device type: Triton's JIT on xpu/cuda, the Triton
     interpreter on cpu, chosen when the function is wrapped (no process-wide env var)."""
@@ -88,7 +135,7 @@ def load_kernel(name: str, source: str, device_type: str) -> Any:
     if device_type == "cpu":
         from triton.runtime.interpreter import InterpretedFunction
 
-        kernel = InterpretedFunction(fn)
+        kernel = _QuietInterpreter(InterpretedFunction(fn))
     else:
         import triton
 

@@ -7,6 +7,8 @@ libdevice functions are stubs and tl.maximum drops NaN, so NaN handling is spell
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..lowering import ir
@@ -67,7 +69,7 @@ TARGET_MATH: dict[str, dict[str, str]] = {
     "interpreter": {},
     "gpu": {"rsqrt": "tl.rsqrt({0})"},
 }
-_TL_DTYPE = {
+TL_DTYPE = {
     torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
     torch.int32: "tl.int32", torch.int64: "tl.int64", torch.bool: "tl.int1",
 }
@@ -77,8 +79,21 @@ def target_for(device_type: str) -> str:
     return "interpreter" if device_type == "cpu" else "gpu"
 
 
+def math_table(target: str) -> dict[str, str]:
+    return {**MATH, **TARGET_MATH[target]}
+
+
+def kernel_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
+    """{function name: source}: one pointwise kernel, or a reduction's two strategies."""
+    if kernel.is_reduction:
+        from .reduction import reduction_sources
+
+        return reduction_sources(kernel, target)
+    return {kernel.name: kernel_source(kernel, target)}
+
+
 def kernel_source(kernel: ir.Kernel, target: str) -> str:
-    table = {**MATH, **TARGET_MATH[target]}
+    table = math_table(target)
     params = [b.name for b in kernel.inputs] + [b.name for b in kernel.outputs] + ["xnumel"]
     params += [str(s) for s in kernel.size_symbols] + ["XBLOCK: tl.constexpr"]
     out = Emitter()
@@ -90,17 +105,17 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     with out.indent():
         out.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
         out.line("xmask = xindex < xnumel")
-        used = _used_values(kernel)
+        used = used_values(kernel)
         for i, value in enumerate(kernel.values):
             if i in used:
-                out.line(f"tmp{i} = {_value(value, table)}", _comment(value))
+                out.line(f"tmp{i} = {_value(value, table)}", comment(value))
         for store in kernel.stores:
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
-            out.line(f"tl.store({store.buffer} + ({pexpr(store.index)}), {_stored(f'tmp{store.value}', buf.dtype, target)}, mask=xmask)")
+            out.line(f"tl.store({store.buffer} + ({pexpr(store.index)}), {stored_value(f'tmp{store.value}', buf.dtype, target)}, mask=xmask)")
     return out.text()
 
 
-def _used_values(kernel: ir.Kernel) -> set[int]:
+def used_values(kernel: ir.Kernel) -> set[int]:
     """Values some store depends on (a full_like's input, say, is never read)."""
     used: set[int] = set()
     stack = [store.value for store in kernel.stores]
@@ -111,17 +126,19 @@ def _used_values(kernel: ir.Kernel) -> set[int]:
             value = kernel.values[i]
             if isinstance(value, ir.Compute):
                 stack.extend(value.args)
+            elif isinstance(value, ir.Reduce):
+                stack.append(value.arg)
     return used
 
 
-def _stored(value: str, dtype: torch.dtype, target: str) -> str:
+def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
     if dtype is torch.bfloat16 and target == "interpreter":
         # the interpreter truncates fp32 -> bf16: round to nearest even by hand, then the
         # truncating cast is exact
         bits = f"{value}.to(tl.uint32, bitcast=True)"
         rounded = f"(({bits} + 0x7FFF + (({bits} >> 16) & 1)) & 0xFFFF0000)"
         return f"{rounded}.to(tl.float32, bitcast=True).to(tl.bfloat16)"
-    return f"{value}.to({_TL_DTYPE[dtype]})"
+    return f"{value}.to({TL_DTYPE[dtype]})"
 
 
 def _value(value: ir.Value, table: dict[str, str]) -> str:
@@ -129,30 +146,36 @@ def _value(value: ir.Value, table: dict[str, str]) -> str:
         index = pexpr(value.index)
         if ir.XINDEX not in value.index.free_symbols:  # a broadcast scalar: still one pointer per lane
             index = f"{index} + 0 * xindex"
-        return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({_TL_DTYPE[value.dtype]})"
+        return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({TL_DTYPE[value.dtype]})"
+    return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, "[XBLOCK]")
+
+
+def scalar_or_compute(value: ir.Value, args: list[str], table: dict[str, str], block: str) -> str:
+    """Text of a Constant, SymValue or Compute value, its operands already named `args`."""
     if isinstance(value, ir.Constant):
-        return _literal(value.value, value.dtype)
+        return literal(value.value, value.dtype)
     if isinstance(value, ir.SymValue):
         return f"({pexpr(value.expr)})"
-    args = [f"tmp{a}" for a in value.args]
-    dt = _TL_DTYPE[value.dtype]
+    assert isinstance(value, ir.Compute), value
+    dt = TL_DTYPE[value.dtype]
     if value.op == "to":
         return f"({args[0]} != 0)" if value.dtype is torch.bool else f"{args[0]}.to({dt})"
     if value.op == "broadcast":
-        return f"tl.full([XBLOCK], {args[0]}, {dt})"
+        return f"tl.full({block}, {args[0]}, {dt})"
     if value.op == "bitwise_not" and value.dtype is torch.bool:
         return f"({args[0]} == 0)"
     return "(" + table[value.op].format(*args, dt=dt) + ")"
 
 
-def _literal(value: float | int | bool, dtype: torch.dtype) -> str:
+def literal(value: float | int | bool, dtype: torch.dtype) -> str:
     if dtype is torch.bool:
         return "True" if value else "False"
     if dtype.is_floating_point:
-        return repr(float(value))
+        value = float(value)
+        return repr(value) if math.isfinite(value) else f"float('{value}')"
     return repr(int(value))
 
 
-def _comment(value: ir.Value) -> str:
+def comment(value: ir.Value) -> str:
     return value.node if isinstance(value, ir.Compute) else ""
 

@@ -22,10 +22,11 @@ import torch.fx
 
 from .._torch_compat import sym_expr
 from ..decomp import is_random
-from ..lowering import Decision, DecisionKind, LoweringError
+from ..lowering import Decision, DecisionKind, LoweringError, ir
+from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.fusion import Group
 from ..report import COUNTERS
-from ..runtime import pick_block
+from ..runtime import pick_block, pick_reduction
 from .emitter import Emitter
 from .printer import pexpr
 
@@ -246,19 +247,35 @@ class _WrapperBuilder:
                 f"{self.names[node]} = torch.empty_strided({sizes}, {strides}, dtype={val.dtype}, device={self._src(val.device)})",
                 f"{node.name} (stored by {kernel.name})",
             )
-        self.constants[kernel.name] = self.kernels[kernel.name]
         self.constants.setdefault("_pick_block", pick_block)
         self.constants.setdefault("_COUNTERS", COUNTERS)
         args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
-        args += ["xnumel"] + [str(s) for s in kernel.size_symbols]
+        args += ["xnumel"] + (["rnumel"] if kernel.is_reduction else []) + [str(s) for s in kernel.size_symbols]
         body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
+        if kernel.is_reduction:
+            body.line(f"rnumel = {pexpr(kernel.rnumel)}", kernel.name)
+            if any(isinstance(v, ir.Reduce) and v.op in NEEDS_ELEMENTS for v in kernel.values):
+                body.line("if rnumel == 0:", kernel.name)
+                with body.indent():
+                    message = f"xpu_lite: {', '.join(kernel.nodes)}: cannot take the max/min of an empty dimension (as in eager)"
+                    body.line(f"raise IndexError({message!r})")
         guard = not kernel.numel.is_number  # a symbolic size may be 0 at run time: launch nothing then
         if guard:
             body.line("if xnumel > 0:", kernel.name)
         with body.indent() if guard else contextlib.nullcontext():
-            body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
-            body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock)", label)
-            body.line("_COUNTERS.kernel_launches += 1", kernel.name)
+            if kernel.is_reduction:
+                self.constants.setdefault("_pick_reduction", pick_reduction)
+                for variant in ("persistent", "looped"):
+                    self.constants[f"{kernel.name}_{variant}"] = self.kernels[f"{kernel.name}_{variant}"]
+                body.line(f"xblock, rblock, persistent = _pick_reduction(xnumel, rnumel, {self.device_type!r})", kernel.name)
+                body.line(f"kernel = {kernel.name}_persistent if persistent else {kernel.name}_looped", kernel.name)
+                body.line(f"kernel[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, RBLOCK=rblock)", label)
+                body.line("_COUNTERS.count_reduction(persistent)", kernel.name)
+            else:
+                self.constants[kernel.name] = self.kernels[kernel.name]
+                body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
+                body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock)", label)
+                body.line("_COUNTERS.kernel_launches += 1", kernel.name)
 
     def _emit_assert(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
         target = node.target

@@ -24,14 +24,26 @@ _KEEP_EXPLICIT: dict[torch._ops.OpOverload, str] = {
 }
 
 
+# Ops the core ATen table keeps whole (they are core ops) but regions decompose, as
+# Inductor does, so that their reductions and pointwise parts fuse into few kernels.
+_DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
+    aten._softmax.default: "softmax: amax, exp, sum and div fuse into one reduction kernel",
+    aten._log_softmax.default: "log_softmax: amax, exp, sum and log fuse into one reduction kernel",
+    aten.native_layer_norm.default: "layer_norm: var_mean and the affine map fuse into one reduction kernel",
+    aten.native_group_norm.default: "group_norm: var_mean over each group and the affine map fuse",
+}
+
+
 def is_random(op: Any) -> bool:
     return isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags
 
 
 @lru_cache(maxsize=1)
 def policy() -> tuple[dict[Any, Callable[..., Any]], dict[Any, str]]:
-    """(DECOMPOSE, KEEP): core ATen decompositions minus the ops kept, and the kept ops."""
+    """(DECOMPOSE, KEEP): core ATen decompositions plus those for fusion, minus the ops
+    kept, and the kept ops."""
     table = dict(compat.core_aten_decompositions())
+    table.update(compat.get_decompositions(list(_DECOMPOSE_FOR_FUSION)))
     keep = dict(_KEEP_EXPLICIT)
     keep.update({op: "random op: keeps the eager RNG stream" for op in table if is_random(op) and op not in keep})
     decompose = {op: fn for op, fn in table.items() if op not in keep}

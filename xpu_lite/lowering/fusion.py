@@ -1,13 +1,18 @@
 """Kernel-eligible nodes -> fused groups -> ir.Kernel.
 
 Input: the aten graph and its decisions. Output: one Group per run of consecutive KERNEL
-nodes with the same iteration space (output sizes). A group loads what it reads from
-outside, computes its nodes in registers, and stores only the values something outside
-the group reads, at the strides eager would give them.
+nodes that share an iteration space. A pointwise run shares its output sizes. A reduction
+run shares the reduced input's sizes S and reduced dims D: pointwise producers of size S
+are computed inline in the reduction's loads ("full" values, one per element), and
+consumers of the reduced rows ("row" values: S with D kept as 1 or squeezed) or of size S
+(the row broadcast back over D) join it. A group loads what it reads from outside,
+computes its nodes in registers, and stores only the values something outside the group
+reads, at the strides eager would give them.
 """
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import sympy
@@ -20,6 +25,8 @@ from . import ir
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
 
+aten = torch.ops.aten
+
 
 @dataclasses.dataclass(frozen=True)
 class Group:
@@ -29,27 +36,120 @@ class Group:
     external: tuple[torch.fx.Node, ...]  # tensors loaded, in kernel.inputs order
 
 
+@dataclasses.dataclass(frozen=True)
+class Space:
+    """A kernel's iteration space: `sizes` (pointwise: the output; reduction: the reduced
+    input) and the reduced dims (empty for a pointwise kernel)."""
+
+    sizes: tuple[sympy.Expr, ...]
+    rdims: tuple[int, ...] = ()
+
+    @property
+    def row_shapes(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        """Shapes of per-row values: reduced dims kept as 1, or squeezed."""
+        keep = tuple(sympy.Integer(1) if d in self.rdims else s for d, s in enumerate(self.sizes))
+        return keep, tuple(s for d, s in enumerate(self.sizes) if d not in self.rdims)
+
+
+@dataclasses.dataclass
+class _Run:
+    space: Space
+    members: list[torch.fx.Node]
+
+
 def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group]:
     def is_view(node: Any) -> bool:
         return isinstance(node, torch.fx.Node) and node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW
 
-    runs: list[list[torch.fx.Node]] = []
+    runs: list[_Run] = []
+    current: _Run | None = None
     for node in gm.graph.nodes:
         decision = decisions.get(node.name)
         if is_view(node):
             continue  # index math: no kernel of its own, does not end a run
+        if decision is not None and decision.kind is DecisionKind.UNPACK and current and node.args[0] in current.members:
+            current.members.append(node)  # one output of a fused multi-output reduction (var_mean, max.dim)
+            continue
         if decision is None or decision.kind is not DecisionKind.KERNEL:
             if node.op != "placeholder":
-                runs.append([])
+                current = None
             continue
-        current = runs[-1] if runs else []
-        # a value computed in this kernel cannot be re-read through a view of it: start a new kernel
-        reads_own_view = any(is_view(a) and view_root(a, is_view) in current for a in node.args)
-        if current and _sizes(current[0]) == _sizes(node) and not reads_own_view:
-            current.append(node)
+        if _is_constant(node) and current is not None:
+            current.members.append(node)  # a 0-dim constant (scalar_tensor, full([])): computed inline
+            continue
+        space = _joined_space(current, node, is_view) if current is not None else None
+        if space is not None:
+            current.space = space
+            current.members.append(node)
         else:
-            runs.append([node])
-    return [build_group(f"kernel_{i}", run, is_view) for i, run in enumerate(r for r in runs if r)]
+            current = _Run(_own_space(node), [node])
+            runs.append(current)
+    return [build_group(f"kernel_{i}", run.members, run.space, is_view) for i, run in enumerate(runs)]
+
+
+def _is_constant(node: torch.fx.Node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dim() == 0 and not node.all_input_nodes
+
+
+def _own_space(node: torch.fx.Node) -> Space:
+    rdims = LOWERINGS.reduced_dims(node)
+    if rdims is None:
+        return Space(_sizes(node))
+    return Space(_sizes(node.args[0]), rdims)
+
+
+# views that keep the row-major order of elements: a row value read through one is itself
+_ORDER_PRESERVING = frozenset({aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.alias.default,
+                               aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default})
+
+
+def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sympy.Expr, ...]] | None:
+    """Shapes of the members `node` reads, directly or through views of a row value that
+    only add or drop its reduced dims or expand it back over them; None if it reads a
+    member through another view (a value computed in the kernel cannot be re-read at
+    other positions)."""
+    members, space = set(run.members), run.space
+    rows = space.row_shapes if space.rdims else ()
+    shapes = set()
+    for arg in node.all_input_nodes:
+        if arg in members:
+            shapes.add(_sizes(arg))
+        elif is_view(arg) and view_root(arg, is_view) in members:
+            view = arg
+            while is_view(view):
+                same_row = view.target in _ORDER_PRESERVING and _sizes(view) in rows
+                expanded = view.target is aten.expand.default and rows and _sizes(view.args[0]) == rows[0] and _sizes(view) == space.sizes
+                if not (same_row or expanded):
+                    return None
+                view = view.args[0]
+            if _sizes(view) not in rows:
+                return None
+            shapes.add(rows[0] if _sizes(arg) == space.sizes else _sizes(arg))  # an expanded row broadcasts as (…, 1, …)
+    return shapes - {()}  # 0-dim values broadcast anywhere
+
+
+def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any) -> Space | None:
+    """The run's space with `node` added, or None if node needs a kernel of its own."""
+    space, members = run.space, set(run.members)
+    own = _own_space(node)
+    member_shapes = _member_shapes(run, node, is_view)
+    if member_shapes is None:
+        return None
+    if all(_is_constant(m) for m in members):
+        return own  # constants load nothing: they fit any space
+    if own.rdims:  # a reduction: over the run's elements, or the same reduction as the run's
+        if own == space or (not space.rdims and own.sizes == space.sizes):
+            return own
+        return None
+    if not space.rdims:
+        return space if own.sizes == space.sizes else None
+    keep, squeezed = space.row_shapes
+    if own.sizes == space.sizes:  # per element: rows it reads must broadcast back as (…, 1, …)
+        ok = member_shapes <= {space.sizes, keep}
+    else:  # per row
+        ok = own.sizes in (keep, squeezed) and member_shapes <= {keep, squeezed}
+    return space if ok else None
 
 
 def view_root(node: torch.fx.Node, is_view: Any) -> torch.fx.Node:
@@ -74,52 +174,90 @@ def contiguous_strides(sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     return tuple(reversed(strides))
 
 
-def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
-    """Memory offset of the element at flat output position xindex, for a tensor with
-    `sizes`/`strides` broadcast (aligned right) to `out_sizes`."""
-    if sizes == out_sizes and strides == contiguous_strides(out_sizes):
-        return ir.XINDEX
+def flat_coords(index: sympy.Symbol, sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """Coordinates of flat (row-major) position `index` in a tensor of `sizes`."""
+    if len(sizes) == 1:
+        return (index,)
+    inner = contiguous_strides(sizes)
+    return tuple(FloorDiv(index, inner[0]) if d == 0 else ModularIndexing(index, inner[d], size) for d, size in enumerate(sizes))
+
+
+def space_coords(space: Space) -> tuple[sympy.Expr, ...]:
+    """Coordinates of element (xindex, rindex) of a space: xindex walks the kept dims,
+    rindex the reduced ones, each row-major."""
+    if not space.rdims:
+        return flat_coords(ir.XINDEX, space.sizes)
+    kept = [d for d in range(len(space.sizes)) if d not in space.rdims]
+    x = flat_coords(ir.XINDEX, tuple(space.sizes[d] for d in kept)) if kept else ()
+    r = flat_coords(ir.RINDEX, tuple(space.sizes[d] for d in space.rdims))
+    coords: list[sympy.Expr] = [sympy.Integer(0)] * len(space.sizes)
+    for d, c in zip(kept, x):
+        coords[d] = c
+    for d, c in zip(space.rdims, r):
+        coords[d] = c
+    return tuple(coords)
+
+
+def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...],
+               coords: tuple[sympy.Expr, ...] | None = None) -> sympy.Expr:
+    """Memory offset of the element at `coords` (default: flat position xindex) of
+    `out_sizes`, for a tensor with `sizes`/`strides` broadcast (aligned right) to it."""
+    if coords is None:
+        if sizes == out_sizes and strides == contiguous_strides(out_sizes):
+            return ir.XINDEX
+        coords = flat_coords(ir.XINDEX, out_sizes)
     rank = len(out_sizes)
-    inner = contiguous_strides(out_sizes)
     offset: sympy.Expr = sympy.Integer(0)
     for d, (size, stride) in enumerate(zip(sizes, strides)):
         out_dim = rank - len(sizes) + d
         if size == 1 and out_sizes[out_dim] != 1:
             continue  # broadcast dim
-        coord = FloorDiv(ir.XINDEX, inner[out_dim]) if out_dim == 0 else ModularIndexing(ir.XINDEX, inner[out_dim], out_sizes[out_dim])
-        offset = offset + coord * stride
+        offset = offset + coords[out_dim] * stride
     return offset
 
 
 class KernelBuilder:
-    def __init__(self, out_sizes: tuple[sympy.Expr, ...]) -> None:
-        self.out_sizes = out_sizes
+    def __init__(self, space: Space) -> None:
+        self.space = space
         self.values: list[ir.Value] = []
         self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
-        self.loaded: dict[torch.fx.Node, int] = {}
+        self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
+
+    def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
+        """Coordinates of the current element in a value of `shape`: the space's own (per
+        element), or xindex over the row shape (per row). None: the plain flat xindex."""
+        if not self.space.rdims:
+            return None
+        return space_coords(self.space) if shape == self.space.sizes else flat_coords(ir.XINDEX, shape)
 
     def _add(self, value: ir.Value) -> int:
         self.values.append(value)
         return len(self.values) - 1
 
-    def load(self, node: torch.fx.Node, root: torch.fx.Node | None = None) -> int:
-        """Load `node`'s elements; for a view, read its root buffer with the view's strides."""
-        if node not in self.loaded:
+    def load(self, node: torch.fx.Node, at: tuple[sympy.Expr, ...], root: torch.fx.Node | None = None) -> int:
+        """Load `node`'s elements broadcast to shape `at` (the reader's); for a view, read
+        its root buffer with the view's strides."""
+        if (node, at) not in self.loaded:
             root = node if root is None else root
             val, root_val = node.meta["val"], root.meta["val"]
             sizes, strides = _sizes(node), _strides(val)
             if root not in self.inputs:
                 self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
             offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
-            index = index_expr(self.out_sizes, sizes, strides) + offset
-            self.loaded[node] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
-        return self.loaded[node]
+            index = index_expr(at, sizes, strides, self.coords(at)) + offset
+            self.loaded[(node, at)] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
+        return self.loaded[(node, at)]
 
     def constant(self, value: Any, dtype: torch.dtype) -> int:
         return self._add(ir.Constant(value, dtype))
 
     def sym(self, node: torch.fx.Node) -> int:
         return self._add(ir.SymValue(sym_expr(node.meta["val"]), torch.int64))
+
+    def rnumel(self) -> int:
+        """The number of reduced elements per row, as an int64 value."""
+        extent = sympy.Mul(*(self.space.sizes[d] for d in self.space.rdims))
+        return self.constant(int(extent), torch.int64) if extent.is_number else self._add(ir.SymValue(extent, torch.int64))
 
     def dtype(self, value: int) -> torch.dtype:
         return self.values[value].dtype
@@ -135,36 +273,45 @@ class KernelBuilder:
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
 
+    def reduce(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
+        return self._add(ir.Reduce(op, value, dtype, node.name))
 
 
-def build_group(name: str, members: list[torch.fx.Node], is_view: Any = lambda node: False) -> Group:
-    out_sizes = _sizes(members[0])
-    builder = KernelBuilder(out_sizes)
-    value_of: dict[torch.fx.Node, int] = {}
+def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
+    builder = KernelBuilder(space)
+    value_of: dict[torch.fx.Node, Any] = {}
     member_set = set(members)
     for node in members:
+        if node.target is operator.getitem:  # one result of a multi-output reduction
+            value_of[node] = value_of[node.args[0]][node.args[1]]
+            continue
+        at = space.sizes if LOWERINGS.reduced_dims(node) is not None else _sizes(node)
         operands: list[Any] = []
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
                 if arg in member_set:
                     operands.append(ir.Ref(value_of[arg]))
+                elif view_root(arg, is_view) in member_set:  # a row value through a row view or expand: broadcasts
+                    operands.append(ir.Ref(value_of[view_root(arg, is_view)]))
                 elif isinstance(arg.meta.get("val"), torch.SymInt):
                     operands.append(ir.Ref(builder.sym(arg)))
                 else:
-                    operands.append(ir.Ref(builder.load(arg, view_root(arg, is_view))))
+                    operands.append(ir.Ref(builder.load(arg, at, view_root(arg, is_view))))
             else:
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)
-    stored = [n for n in members if any(user not in member_set for user in n.users)]
+    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
     outputs, stores = [], []
     for i, node in enumerate(stored):
         val = node.meta["val"]
-        buf = ir.Buffer(f"out_ptr{i}", val.dtype, out_sizes, _strides(val))
+        shape = _sizes(node)
+        buf = ir.Buffer(f"out_ptr{i}", val.dtype, shape, _strides(val))
         outputs.append(buf)
-        stores.append(ir.Store(buf.name, index_expr(out_sizes, out_sizes, buf.strides), value_of[node]))
-    numel = sympy.Mul(*out_sizes)
+        stores.append(ir.Store(buf.name, index_expr(shape, shape, buf.strides, builder.coords(shape)), value_of[node]))
+    kept = [s for d, s in enumerate(space.sizes) if d not in space.rdims]
+    rnumel = sympy.Mul(*(space.sizes[d] for d in space.rdims)) if space.rdims else None
     kernel = ir.Kernel(
-        name, numel, tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
-        tuple(n.name for n in members),
+        name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
+        tuple(n.name for n in members), rnumel,
     )
     return Group(ir.verify(kernel), tuple(members), tuple(stored), tuple(builder.inputs))

@@ -1,9 +1,11 @@
-"""A small frozen IR for pointwise kernels, with sympy sizes and index expressions.
+"""A small frozen IR for kernels, with sympy sizes and index expressions.
 
-A Kernel walks a flat iteration space of `numel` elements (xindex); each Load reads a
-buffer at an index expression of xindex and the size symbols; Compute nodes form an SSA
-list; each Store writes one value to an output buffer. Built by fusion.py, printed by
-codegen/triton.py, checked by verify() at the stage boundary.
+A pointwise Kernel walks a flat iteration space of `numel` elements (xindex). A reduction
+Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced elements
+(rindex): values whose index involves rindex are per element, Reduce values are per row.
+Each Load reads a buffer at an index expression of xindex, rindex and the size symbols;
+Compute and Reduce nodes form an SSA list; each Store writes one value to an output
+buffer. Built by fusion.py, printed by codegen/, checked by verify() at the stage boundary.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sympy
 import torch
 
 XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
+RINDEX = sympy.Symbol("rindex", integer=True, nonnegative=True)
 
 
 class Ref(int):
@@ -72,6 +75,21 @@ class Compute:
     node: str  # the FX node it comes from (for errors and explain)
 
 
+REDUCTIONS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reduce:
+    """One value per row: `op` over the rindex extent of value `arg` (masked lanes excluded).
+    max/min propagate NaN; argmax/argmin give the first index of the max/min (NaN counts as
+    the max, as in torch); any/all read `arg` as bool."""
+
+    op: str  # one of REDUCTIONS
+    arg: int
+    dtype: torch.dtype  # accumulator and result dtype (int64 for arg* ops)
+    node: str
+
+
 @dataclasses.dataclass(frozen=True)
 class Store:
     buffer: str
@@ -79,7 +97,7 @@ class Store:
     value: int  # index into Kernel.values
 
 
-Value = Load | Constant | SymValue | Compute
+Value = Load | Constant | SymValue | Compute | Reduce
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,12 +109,19 @@ class Kernel:
     values: tuple[Value, ...]
     stores: tuple[Store, ...]
     nodes: tuple[str, ...]  # FX nodes fused into this kernel
+    rnumel: sympy.Expr | None = None  # reduced extent per row; None for a pointwise kernel
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.rnumel is not None
 
     @property
     def size_symbols(self) -> tuple[sympy.Symbol, ...]:
         exprs = [self.numel, *(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores)]
         exprs += [v.expr for v in self.values if isinstance(v, SymValue)]
-        free = set().union(*(e.free_symbols for e in exprs)) - {XINDEX}
+        if self.rnumel is not None:
+            exprs.append(self.rnumel)
+        free = set().union(*(e.free_symbols for e in exprs)) - {XINDEX, RINDEX}
         return tuple(sorted(free, key=str))
 
 
@@ -119,6 +144,11 @@ def verify(kernel: Kernel) -> Kernel:
         elif isinstance(value, Compute):
             if any(a >= i or a < 0 for a in value.args):
                 raise IRError(f"{kernel.name}: node {value.node} op {value.op} ({value.dtype}) uses a later value {value.args}")
+        elif isinstance(value, Reduce):
+            if not kernel.is_reduction or value.op not in REDUCTIONS or not 0 <= value.arg < i:
+                raise IRError(f"{kernel.name}: node {value.node} reduction {value.op} ({value.dtype}) is malformed")
+        if isinstance(value, Load) and not kernel.is_reduction and RINDEX in value.index.free_symbols:
+            raise IRError(f"{kernel.name}: value {i} indexes with rindex in a pointwise kernel")
     for store in kernel.stores:
         if store.buffer not in buffers or not 0 <= store.value < len(kernel.values):
             raise IRError(f"{kernel.name}: bad store to {store.buffer!r}")

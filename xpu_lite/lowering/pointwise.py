@@ -6,11 +6,10 @@ and bool. Type promotion is torch's: the output dtype is read from the node's fa
 and operands are cast to its compute dtype. Python int/float/bool scalars become
 constants (Dynamo specializes Python floats, so a literal costs no extra compile); SymInt
 scalars are computed in the kernel from its runtime size arguments. Anything else
-(SymFloat, float64, complex, non-finite constants) falls back with "no lowering".
+(SymFloat, float64, complex, ints beyond int64) falls back with "no lowering".
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +34,10 @@ def _tensor_ok(value: Any, dtypes: tuple[torch.dtype, ...]) -> bool:
 
 
 def _scalar_ok(value: Any) -> bool:
-    return isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value))
+    """Python scalars become kernel literals: bools, floats (inf and NaN too), int64 ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, (bool, float))
 
 
 def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL, kwargs: dict[str, Any] | None = None,
@@ -227,17 +229,17 @@ for _op in ["neg", "abs", "relu", "sign"]:
 for _op in ["isnan", "isinf"]:
     _reg((getattr(aten, _op).default,), checker((torch.bool,), FLOATS), _compare(_op))
 
-_reg((aten.add.Tensor,), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
-_reg((aten.sub.Tensor,), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
-_reg((aten.mul.Tensor,), checker(NUMERIC, ALL), _elementwise("mul", 2))
-_reg((aten.div.Tensor,), checker(FLOATS, ALL), _elementwise("truediv", 2))
-_reg((aten.div.Tensor_mode,), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
+_reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
+_reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
+_reg((aten.mul.Tensor, aten.mul.Scalar), checker(NUMERIC, ALL), _elementwise("mul", 2))
+_reg((aten.div.Tensor, aten.div.Scalar), checker(FLOATS, ALL), _elementwise("truediv", 2))
+_reg((aten.div.Tensor_mode, aten.div.Scalar_mode), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
 # floats only: integer division by zero raises in eager, a kernel cannot
 _reg((aten.remainder.Tensor, aten.remainder.Scalar), checker(FLOATS, ALL), _elementwise("remainder", 2))
 _reg((aten.fmod.Tensor, aten.fmod.Scalar), checker(FLOATS, ALL), _elementwise("fmod", 2))
-_reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor), checker(FLOATS, ALL), _pow)
+_reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker((torch.bool,), ALL), _compare(_op))
 for _op in ["logical_and", "logical_or", "logical_xor"]:
@@ -257,7 +259,8 @@ _reg((aten.elu.default,), checker(FLOATS, FLOATS), _with_scalars("elu", ("alpha"
 _reg((aten.gelu.default,), checker(FLOATS, FLOATS, {"approximate": ("none", "tanh")}), _gelu)
 _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
 _reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=lambda n: isinstance(n.args[1], torch.dtype)), _convert)
-_reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "memory_format": (torch.preserve_format, None)},
+_reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "device": None,
+                                                  "memory_format": (torch.preserve_format, None)},
      extra=lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device)), _convert)
 _reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}

@@ -1,7 +1,7 @@
 """The one registry of Triton lowerings: op -> (checker, rule).
 
 A checker is a pure predicate on the node's fake-tensor metadata; the partitioner calls
-checkers only, fusion calls rules only. The rules live in pointwise.py (imported by the
+checkers only, fusion calls rules only. The rules live in pointwise.py and reduction.py (imported by the
 lowering package, so the registry is complete once `xpu_lite.lowering` is imported).
 """
 from __future__ import annotations
@@ -19,23 +19,32 @@ Checker = Callable[[torch.fx.Node], bool]
 class Lowering:
     checker: Checker
     rule: Callable[..., Any]
+    # reductions: node -> the dims of its first argument it reduces (None for pointwise ops)
+    reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None
 
 
 class LoweringRegistry:
     def __init__(self) -> None:
         self._table: dict[Any, Lowering] = {}
 
-    def register(self, *ops: Any, checker: Checker | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(
+        self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
-                self._table[op] = Lowering(checker or (lambda node: True), rule)
+                self._table[op] = Lowering(checker or (lambda node: True), rule, reduces)
             return rule
 
         return wrap
 
     def rule(self, node: torch.fx.Node) -> Callable[..., Any]:
         return self._table[node.target].rule
+
+    def reduced_dims(self, node: torch.fx.Node) -> tuple[int, ...] | None:
+        """The dims of node.args[0] a reduction node reduces (sorted); None for other nodes."""
+        entry = self._table.get(node.target)
+        return None if entry is None or entry.reduces is None else entry.reduces(node)
 
     def can_lower(self, node: torch.fx.Node) -> bool:
         entry = self._table.get(node.target)

@@ -1,0 +1,286 @@
+"""Reduction kernels: OpInfo coverage, both launch strategies from one compilation, strided
+reduced dims, fusion (kernel counts for softmax / layer_norm / rms_norm, forward and
+backward), NaN and empty-row semantics, explain. float32 is compared with eager at
+rtol = atol = 1e-5 (1e-4 for var/std, whose two-pass order differs from eager's);
+float16/bfloat16 against a float64 reference (error <= 2x eager's + one rounding step);
+integer and index results bitwise. Rows longer than runtime.PERSISTENT_MAX (1024) take the
+looped strategy; sizes stay small otherwise (the CPU interpreter is slow).
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import xpu_lite
+from xpu_lite.runtime import PERSISTENT_MAX
+
+from .test_kernels import _closer_than_eager, _opinfo, _to
+
+LOOPED_ROW = PERSISTENT_MAX["cpu"] + 476  # > the largest block on every target: looped
+REDUCTION_OPINFOS = [
+    ("sum", ""), ("mean", ""), ("prod", ""), ("amax", ""), ("amin", ""), ("max", "reduction_with_dim"),
+    ("min", "reduction_with_dim"), ("max", "reduction_no_dim"), ("argmax", ""), ("argmin", ""), ("var", ""),
+    ("var", "unbiased"), ("std", ""), ("var_mean", ""), ("any", ""), ("all", ""), ("logsumexp", ""), ("softmax", ""),
+    ("log_softmax", ""), ("nn.functional.layer_norm", ""), ("nn.functional.rms_norm", ""),
+    ("nn.functional.group_norm", ""), ("nn.functional.cross_entropy", ""), ("nn.functional.nll_loss", ""),
+]
+TOLERANCE = {"var": 1e-4, "std": 1e-4, "var_mean": 1e-4, "nn.functional.group_norm": 1e-4, "nn.functional.layer_norm": 1e-4}
+LOW_PRECISION_TOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def _flat(value) -> list[torch.Tensor]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _samples(op, device: str, dtype: torch.dtype, count: int) -> list:
+    samples = [s for s in op.sample_inputs(device, dtype) if isinstance(s.input, torch.Tensor) and s.input.numel() <= 512]
+    # samples that compile to a kernel first: non-empty, at least one dim
+    samples.sort(key=lambda s: (s.input.dim() == 0 or s.input.numel() == 0))
+    return samples[:count]
+
+
+def _run(op, sample, where: str):
+    def fn(x, *args):
+        if where == "lite region":
+            with xpu_lite.compile_region():
+                return op(x, *args, **sample.kwargs)
+        return op(x, *args, **sample.kwargs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
+    before = xpu_lite.counters.kernels_compiled
+    out = compiled(sample.input, *sample.args)
+    return out, fn, xpu_lite.counters.kernels_compiled - before
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("name,variant", REDUCTION_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in REDUCTION_OPINFOS])
+def test_reduction_opinfo_float32(device: str, name: str, variant: str, where: str) -> None:
+    op = _opinfo(name, variant)
+    samples = _samples(op, device, torch.float32, 3)
+    samples += [s.noncontiguous() for s in samples[:1]]
+    tol = TOLERANCE.get(name, 1e-5)
+    kernels = 0
+    for sample in samples:
+        out, fn, compiled = _run(op, sample, where)
+        kernels += compiled
+        for actual, expected in zip(_flat(out), _flat(fn(sample.input, *sample.args)), strict=True):
+            assert actual.shape == expected.shape and actual.dtype == expected.dtype
+            if expected.dtype.is_floating_point:
+                torch.testing.assert_close(actual, expected, rtol=tol, atol=tol, equal_nan=True)
+            else:
+                assert torch.equal(actual, expected)
+    assert kernels > 0, f"no sample of {name} was lowered to a kernel"
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("name,variant", REDUCTION_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in REDUCTION_OPINFOS])
+def test_reduction_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch.dtype, where: str) -> None:
+    op = _opinfo(name, variant)
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    kernels = 0
+    samples = _samples(op, device, dtype, 2)
+    for sample in samples[:1] + [s.noncontiguous() for s in samples[1:]]:
+        out, fn, compiled = _run(op, sample, where)
+        kernels += compiled
+        eager = fn(sample.input, *sample.args)
+        reference = op(_to(sample.input, torch.float64), *[_to(a, torch.float64) for a in sample.args],
+                       **{k: _to(v, torch.float64) for k, v in sample.kwargs.items()})
+        for actual, e, r in zip(_flat(out), _flat(eager), _flat(reference), strict=True):
+            if not e.dtype.is_floating_point:
+                if name in ("argmax", "argmin", "max", "min"):
+                    assert torch.equal(actual, e)  # the same inputs: the same first index
+                continue
+            _closer_than_eager(actual, e, r, LOW_PRECISION_TOL[dtype])
+    assert kernels > 0, f"no {dtype} sample of {name} was lowered to a kernel"
+
+
+# -- strategies ---------------------------------------------------------------------------
+CASES = {
+    "softmax": lambda x: torch.softmax(x, -1),
+    "log_softmax": lambda x: F.log_softmax(x, -1),
+    "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]),
+    "var_mean": lambda x: torch.var_mean(x, -1, correction=0),
+    "argmax_max": lambda x: (x.argmax(-1), x.max(-1).values, x.amin(-1)),
+    "sum_prod_any": lambda x: (x.sum(-1), (x * 0.001 + 1).prod(-1), (x > 3).any(-1), (x > -5).all(-1)),
+    "logsumexp": lambda x: torch.logsumexp(x, -1),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_both_strategies_from_one_compilation(case: str) -> None:
+    fn = CASES[case]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for rows, length in [(3, 37), (2, LOOPED_ROW), (5, 100)]:
+        x = torch.randn(rows, length)
+        x[0, length // 2] = 7.0  # a unique maximum away from the first chunk
+        for actual, expected in zip(_flat(compiled(x)), _flat(fn(x)), strict=True):
+            if expected.dtype.is_floating_point:
+                torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+            else:
+                assert torch.equal(actual, expected)
+    assert xpu_lite.counters.forward_graphs == 1, "one compilation for every row length"
+    assert xpu_lite.counters.persistent_launches > 0 and xpu_lite.counters.looped_launches > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("length", [300, LOOPED_ROW], ids=["persistent", "looped"])
+def test_low_precision_norms_against_float64(dtype: torch.dtype, length: int) -> None:
+    x = torch.randn(3, length, dtype=dtype) * 4
+    w, b = torch.randn(length, dtype=dtype), torch.randn(length, dtype=dtype)
+    fns = [lambda x, w, b: torch.softmax(x, -1), lambda x, w, b: F.layer_norm(x, (length,), w, b),
+           lambda x, w, b: F.rms_norm(x, (length,), w, 1e-5), lambda x, w, b: x.sum(-1)]
+    for fn in fns:
+        torch._dynamo.reset()
+        actual = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, w, b)
+        reference = fn(x.double(), w.double(), b.double())
+        _closer_than_eager(actual, fn(x, w, b), reference, LOW_PRECISION_TOL[dtype])
+
+
+# -- layouts ------------------------------------------------------------------------------
+LAYOUTS = {
+    "outer dim": lambda x: x.sum(0),
+    "middle dim": lambda x: x.view(4, 3, -1).amax(1, keepdim=True),
+    "two dims": lambda x: x.view(4, 3, -1).mean((0, 2)),
+    "permuted input": lambda x: x.t().softmax(-1),
+    "strided slice": lambda x: x[:, ::2].var(-1),
+    "all dims": lambda x: (x.sum(), x.argmax()),
+    "broadcast back": lambda x: x - x.mean(0, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_strided_and_non_inner_reductions(layout: str) -> None:
+    fn = LAYOUTS[layout]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for cols in (6, 10):
+        x = torch.randn(12, cols)
+        for actual, expected in zip(_flat(compiled(x)), _flat(fn(x)), strict=True):
+            if expected.dtype.is_floating_point:
+                torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+            else:
+                assert torch.equal(actual, expected)
+    assert xpu_lite.counters.kernels_compiled > 0 and xpu_lite.counters.fallback_nodes == 0
+
+
+# -- fusion targets -------------------------------------------------------------------------
+def _kernels(fn, *args, backward: bool = False) -> list[int]:
+    """Kernels per compiled graph (forward first), checking values against eager."""
+    from xpu_lite.report import capture
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        out = compiled(*args)
+        if backward:
+            out.sum().backward()
+    expected = fn(*[a.detach().requires_grad_(a.requires_grad) for a in args])
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    return [sum(1 for src in r.kernels if "_looped(" not in src) for r in reports]
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("softmax", lambda x, w: torch.softmax(x, -1)),
+    ("log_softmax", lambda x, w: F.log_softmax(x, -1)),
+    ("layer_norm", lambda x, w: F.layer_norm(x, (64,), w, w)),
+    ("rms_norm", lambda x, w: F.rms_norm(x, (64,), w, 1e-6)),
+])
+def test_forward_is_one_kernel(name: str, fn) -> None:
+    assert _kernels(fn, torch.randn(6, 64), torch.randn(64)) == [1], name
+
+
+@pytest.mark.parametrize("name,fn,most", [
+    ("softmax", lambda x, w: torch.softmax(x, -1), 1),
+    ("layer_norm", lambda x, w: F.layer_norm(x, (64,), w, w), 2),
+    ("rms_norm", lambda x, w: F.rms_norm(x, (64,), w, 1e-6), 2),
+])
+def test_backward_kernel_count(name: str, fn, most: int) -> None:
+    x, w = torch.randn(6, 64, requires_grad=True), torch.randn(64, requires_grad=True)
+    forward, backward = _kernels(fn, x, w, backward=True)
+    assert forward == 1 and backward <= most, (name, forward, backward)
+    x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+    fn(x2, w2).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad, rtol=1e-4, atol=1e-5)
+
+
+# -- semantics ----------------------------------------------------------------------------
+def test_nan_propagates_through_max_min_and_arg() -> None:
+    fn = lambda x: (x.amax(-1), x.amin(-1), x.argmax(-1), x.argmin(-1), x.max(-1).indices)  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for length in (7, LOOPED_ROW):
+        x = torch.randn(4, length)
+        x[1, 3] = float("nan")
+        x[2, length - 1] = float("nan")
+        x[3] = float("-inf")
+        x[3, 5] = float("-inf")
+        for actual, expected in zip(compiled(x), fn(x), strict=True):
+            assert torch.equal(actual.isnan(), expected.isnan())
+            torch.testing.assert_close(actual, expected, equal_nan=True, rtol=0, atol=0)
+
+
+def test_integer_reductions_accumulate_in_int64_bitwise() -> None:
+    fn = lambda x: (x.sum(-1), x.prod(-1), x.amax(0), (x > 0).sum(0), x.argmin(-1))  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for cols in (5, 9):
+        x = torch.randint(-3, 4, (6, cols), dtype=torch.int32) * 100000
+        out, expected = compiled(x), fn(x)
+        for actual, e in zip(out, expected, strict=True):
+            assert actual.dtype == e.dtype and torch.equal(actual, e)
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
+def test_empty_rows_give_identity_or_eager_error() -> None:
+    # Dynamo specializes a size that becomes 0 (and recompiles), so the kernels rarely see
+    # an empty row; when one does, sums give the identity and max/min raise like eager
+    def sums(x):
+        x = x[:, 3:]
+        return x.sum(-1), x.prod(-1), x.mean(-1), x.any(-1), x.all(-1)
+
+    compiled = torch.compile(sums, backend="xpu_lite", dynamic=True)
+    for cols in (5, 6, 3):
+        x = torch.randn(4, cols)
+        for actual, expected in zip(compiled(x), sums(x), strict=True):
+            torch.testing.assert_close(actual, expected, equal_nan=True)
+
+    def maxes(x):
+        return x[:, 3:].amax(-1) * 2
+
+    compiled = torch.compile(maxes, backend="xpu_lite", dynamic=True)
+    _, (source,) = xpu_lite.run_and_get_code(compiled, torch.randn(4, 5))
+    assert "if rnumel == 0:" in source and "raise IndexError(" in source
+    namespace: dict = {}
+    guard = source[source.index("if rnumel == 0:"):].split("\n")[:2]
+    exec("def check(rnumel):\n" + "\n".join("    " + line.strip() if i == 0 else "        " + line.strip() for i, line in enumerate(guard)), namespace)
+    with pytest.raises(IndexError, match="empty dimension"):
+        namespace["check"](0)
+    namespace["check"](1)
+    with pytest.raises(IndexError):
+        maxes(torch.randn(4, 3))  # eager raises the same exception type
+
+
+def test_lite_mode_keeps_softmax_outside_regions_bitwise() -> None:
+    def fn(x):
+        y = torch.softmax(x, -1)
+        with xpu_lite.compile_region():
+            z = torch.softmax(x * 2, -1)
+        return y, z
+
+    x = torch.randn(4, 33)
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    (y, z), (source,) = xpu_lite.run_and_get_code(compiled, x)
+    y_eager, z_eager = fn(x)
+    assert torch.equal(y, y_eager), "outside the region: the eager softmax call (a preserved CIA op), bitwise"
+    torch.testing.assert_close(z, z_eager, rtol=1e-5, atol=1e-6)
+    assert "torch.ops.aten.softmax.int(" in source and "kernel_0_persistent" in source
+
+
+def test_explain_shows_strategy_and_fused_nodes() -> None:
+    report = xpu_lite.explain(lambda x: torch.softmax(x, -1), torch.randn(4, 20), dynamic=True)
+    rows = {node: reason for _, node, _, _, reason in report.rows()}
+    assert set(rows) == {"amax", "sub", "exp", "sum_1", "div"}
+    for reason in rows.values():
+        assert "in kernel_0 (5 nodes; reduces" in reason and "persistent when <= 1024, else looped" in reason
+    (graph,) = report.graphs
+    assert any("kernel_0_persistent(" in k for k in graph.kernels) and any("kernel_0_looped(" in k for k in graph.kernels)

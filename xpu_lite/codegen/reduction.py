@@ -1,0 +1,275 @@
+"""A reduction ir.Kernel -> two Triton sources from the same IR: persistent and looped.
+
+Each program handles XBLOCK rows (xindex, shape [XBLOCK, 1]) and walks their reduced
+elements (rindex, shape [1, RBLOCK]). Values are per element ([XBLOCK, RBLOCK]: loads
+indexed by rindex and what is computed from them), per row ([XBLOCK, 1]: reductions and
+what is computed from them) or scalars.
+
+A value's phase is the number of reductions it waits for. The persistent source
+(RBLOCK >= rnumel, picked at launch) computes every value once, in order, with the whole
+row in registers. The looped source walks the row in RBLOCK chunks once per phase:
+loop p recomputes the per-element values it needs (re-reading their inputs), folds them
+into per-lane accumulators and stores per-element results; after the loop the lanes are
+combined into the row's result. So softmax is three passes over the input when looped
+and one when persistent; variance is always two passes (mean, then squared deviations).
+Both sources share the accumulator code: the persistent one is the looped one with a
+single chunk and no recomputation.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..lowering import ir
+from .emitter import Emitter
+from .printer import pexpr
+from .triton import TL_DTYPE, comment, math_table, scalar_or_compute, stored_value, used_values
+
+_ELEMENT, _ROW, _SCALAR = 2, 1, 0
+_LAST_INDEX = "2147483647"  # "no index yet" for arg* lanes
+
+# the cross-lane combine per target: the interpreter runs tl.reduce with these exact
+# combine functions as numpy reductions (tl.sum/tl.max are not interpretable here)
+_COMBINE: dict[str, dict[str, str]] = {
+    "gpu": {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)"},
+    "interpreter": {
+        "sum": "tl.reduce({0}, 1, tl.standard._sum_combine)",
+        "max": "tl.reduce({0}, 1, tl.standard._elementwise_max)",
+        "min": "tl.reduce({0}, 1, tl.standard._elementwise_min)",
+    },
+}
+_PROD_HELPER = ("@triton.jit", "def _prod_combine(a, b):", "    return a * b")
+
+
+def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
+    return {f"{kernel.name}_{strategy}": _Source(kernel, target, strategy == "persistent").text()
+            for strategy in ("persistent", "looped")}
+
+
+class _Source:
+    def __init__(self, kernel: ir.Kernel, target: str, persistent: bool) -> None:
+        self.k, self.target, self.persistent = kernel, target, persistent
+        self.table = math_table(target)
+        self.used = used_values(kernel)
+        self.level: list[int] = []
+        self.phase: list[int] = []
+        for value in kernel.values:
+            self.level.append(self._level(value))
+            self.phase.append(self._phase(value))
+        self.names: dict[int, str] = {}
+        self.out = Emitter()
+
+    # -- analysis -----------------------------------------------------------------------
+    def _level(self, value: ir.Value) -> int:
+        if isinstance(value, ir.Load):
+            return _ELEMENT if ir.RINDEX in value.index.free_symbols else _ROW
+        if isinstance(value, ir.Reduce):
+            return _ROW
+        if isinstance(value, ir.Compute):
+            return max((self.level[a] for a in value.args), default=_SCALAR)
+        return _SCALAR
+
+    def _phase(self, value: ir.Value) -> int:
+        if isinstance(value, ir.Reduce):
+            return self.phase[value.arg] + 1
+        if isinstance(value, ir.Compute):
+            return max((self.phase[a] for a in value.args), default=0)
+        return 0
+
+    def _loops(self) -> int:
+        phases = [self.phase[v.arg] for v in self.k.values if isinstance(v, ir.Reduce)]
+        phases += [self.phase[s.value] for s in self.k.stores if ir.RINDEX in s.index.free_symbols]
+        return max(phases) + 1
+
+    def _needed(self, roots: list[int]) -> list[int]:
+        """Per-element values the roots depend on without crossing a per-row value."""
+        seen: set[int] = set()
+        stack = [r for r in roots if self.level[r] == _ELEMENT]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            value = self.k.values[i]
+            if isinstance(value, ir.Compute):
+                stack.extend(a for a in value.args if self.level[a] == _ELEMENT)
+        return sorted(seen)
+
+    # -- emission ---------------------------------------------------------------------
+    def text(self) -> str:
+        k = self.k
+        params = [b.name for b in k.inputs] + [b.name for b in k.outputs] + ["xnumel", "rnumel"]
+        params += [str(s) for s in k.size_symbols] + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        strategy = "persistent: the whole row in one block" if self.persistent else "looped: the row in RBLOCK chunks"
+        out = self.out
+        out.line(f"# xpu_lite {k.name} ({strategy}): fused {', '.join(k.nodes)} (target: {self.target})")
+        out.line("import triton")
+        out.line("import triton.language as tl")
+        out.line()
+        out.line()
+        if any(isinstance(v, ir.Reduce) and v.op == "prod" for v in k.values):
+            out.lines(list(_PROD_HELPER))
+            out.line()
+            out.line()
+        name = f"{k.name}_{'persistent' if self.persistent else 'looped'}"
+        out.line(f"def {name}({', '.join(params)}):")
+        with out.indent():
+            out.line("xindex = (tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK))[:, None]")
+            out.line("xmask = xindex < xnumel")
+            if self.persistent:
+                self._persistent()
+            else:
+                self._looped()
+        return out.text()
+
+    def _persistent(self) -> None:
+        self._chunk_header("tl.arange(0, RBLOCK)[None, :]")
+        reduces = [i for i, v in enumerate(self.k.values) if isinstance(v, ir.Reduce) and i in self.used]
+        for i in reduces:
+            self._init(i)
+        for i, value in enumerate(self.k.values):
+            if i not in self.used:
+                continue
+            if isinstance(value, ir.Reduce):
+                self._update(i)
+                self._finish(i)
+            else:
+                self._emit(i, f"tmp{i}")
+        for store in self.k.stores:
+            self._store(store)
+
+    def _looped(self) -> None:
+        k, out = self.k, self.out
+        loops = self._loops()
+        for p in range(loops + 1):
+            # per-row values ready before this loop (or, after the last loop, the rest)
+            for i, value in enumerate(k.values):
+                if i in self.used and self.level[i] < _ELEMENT and not isinstance(value, ir.Reduce):
+                    if self.phase[i] == p or (p == loops and self.phase[i] > p):
+                        self._emit(i, f"tmp{i}")
+            if p == loops:
+                break
+            reduces = [i for i, v in enumerate(k.values) if isinstance(v, ir.Reduce) and i in self.used and self.phase[v.arg] == p]
+            stores = [s for s in k.stores if ir.RINDEX in s.index.free_symbols and self.phase[s.value] == p]
+            for i in reduces:
+                self._init(i)
+            out.line("for roffset in range(0, rnumel, RBLOCK):", f"pass {p + 1} of {loops} over the row")
+            with out.indent():
+                self._chunk_header("roffset + tl.arange(0, RBLOCK)[None, :]")
+                roots = [k.values[i].arg for i in reduces] + [s.value for s in stores]  # type: ignore[union-attr]
+                for i in self._needed(roots):
+                    self._emit(i, f"tmp{i}" if p == 0 else f"tmp{i}_{p}")
+                for i in reduces:
+                    self._update(i)
+                for store in stores:
+                    self._store(store)
+            for i in reduces:
+                self._finish(i)
+        for store in k.stores:
+            if ir.RINDEX not in store.index.free_symbols:
+                self._store(store)
+
+    def _chunk_header(self, rindex: str) -> None:
+        self.out.line(f"rindex = {rindex}")
+        self.out.line("rmask = rindex < rnumel")
+        self.out.line("mask = xmask & rmask")
+        for i in self.names.copy():  # a new chunk: per-element names from the last one are stale
+            if self.level[i] == _ELEMENT:
+                del self.names[i]
+
+    def _emit(self, i: int, name: str) -> None:
+        value = self.k.values[i]
+        if isinstance(value, ir.Load):
+            index = pexpr(value.index)
+            if ir.XINDEX not in value.index.free_symbols:
+                index = f"{index} + 0 * xindex"
+            mask = "mask" if self.level[i] == _ELEMENT else "xmask"
+            text = f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
+        else:
+            text = scalar_or_compute(value, [self.names[a] for a in getattr(value, "args", ())], self.table, "[XBLOCK, 1]")
+        self.out.line(f"{name} = {text}", comment(value))
+        self.names[i] = name
+
+    # -- accumulators -------------------------------------------------------------------
+    def _identity(self, op: str, dtype: torch.dtype) -> str:
+        if op in ("sum", "any"):
+            return "0"
+        if op in ("prod", "all"):
+            return "1"
+        if dtype.is_floating_point:
+            return "float('-inf')" if op in ("max", "argmax") else "float('inf')"
+        info = torch.iinfo(dtype)
+        return str(info.min if op in ("max", "argmax") else info.max)
+
+    def _acc_dtype(self, value: ir.Reduce) -> str:
+        if value.op in ("any", "all"):
+            return "tl.int32"
+        if value.op in ("argmax", "argmin"):
+            return TL_DTYPE[self.k.values[value.arg].dtype]
+        return TL_DTYPE[value.dtype]
+
+    def _init(self, i: int) -> None:
+        value = self.k.values[i]
+        assert isinstance(value, ir.Reduce)
+        dtype = self.k.values[value.arg].dtype if value.op in ("argmax", "argmin") else value.dtype
+        self.out.line(f"acc{i} = tl.full([XBLOCK, RBLOCK], {self._identity(value.op, dtype)}, {self._acc_dtype(value)})", value.node)
+        if value.op in ("argmax", "argmin"):
+            self.out.line(f"acc{i}_index = tl.full([XBLOCK, RBLOCK], {_LAST_INDEX}, tl.int32)")
+
+    def _update(self, i: int) -> None:
+        value = self.k.values[i]
+        assert isinstance(value, ir.Reduce)
+        op, acc = value.op, f"acc{i}"
+        arg = self.names[value.arg]
+        if op in ("any", "all"):
+            arg = f"{arg}.to(tl.int32)"
+        masked = f"tl.where(mask, {arg}, {self._identity(op, value.dtype)})"
+        if op == "sum":
+            self.out.line(f"{acc} = {acc} + {masked}", value.node)
+        elif op == "prod":
+            self.out.line(f"{acc} = {acc} * {masked}", value.node)
+        elif op in ("max", "min", "any", "all"):
+            combine = {"max": "maximum", "min": "minimum", "any": "maximum", "all": "minimum"}[op]
+            self.out.line(f"{acc} = " + self.table[combine].format(acc, masked), value.node)
+        else:  # argmax / argmin: a lane takes an element that beats it, or a NaN, or its first element
+            cmp = ">" if op == "argmax" else "<"
+            floating = self.k.values[value.arg].dtype.is_floating_point
+            nan = f" | (({arg} != {arg}) & ({acc} == {acc}))" if floating else ""
+            take = f"mask & (({arg} {cmp} {acc}){nan} | ({acc}_index == {_LAST_INDEX}))"
+            self.out.line(f"take{i} = {take}", value.node)
+            self.out.line(f"{acc} = tl.where(take{i}, {arg}, {acc})")
+            self.out.line(f"{acc}_index = tl.where(take{i}, rindex, {acc}_index)")
+
+    def _finish(self, i: int) -> None:
+        value = self.k.values[i]
+        assert isinstance(value, ir.Reduce)
+        op, acc = value.op, f"acc{i}"
+        combine = _COMBINE[self.target]
+        name = f"tmp{i}"
+        if op in ("sum", "prod"):
+            text = combine["sum"].format(acc) if op == "sum" else f"tl.reduce({acc}, 1, _prod_combine)"
+            self.out.line(f"{name} = {text}[:, None]", value.node)
+        elif op in ("any", "all"):
+            self.out.line(f"{name} = {combine['max' if op == 'any' else 'min'].format(acc)}[:, None] != 0", value.node)
+        else:
+            extreme = "max" if op in ("max", "argmax") else "min"
+            floating = self.k.values[value.arg].dtype.is_floating_point
+            best = f"best{i}" if op.startswith("arg") else name
+            self.out.line(f"{best} = {combine[extreme].format(acc)}[:, None]", value.node)
+            if floating:  # a NaN anywhere in the row is the result (tl.max/tl.min may drop it)
+                has_nan = combine["max"].format(f"({acc} != {acc}).to(tl.int32)")
+                self.out.line(f"{best} = tl.where({has_nan}[:, None] > 0, float('nan'), {best})")
+            if op.startswith("arg"):
+                hit = f"({acc} == {best})" + (f" | (({acc} != {acc}) & ({best} != {best}))" if floating else "")
+                first = combine["min"].format(f"tl.where({hit}, {acc}_index, {_LAST_INDEX})")
+                self.out.line(f"{name} = {first}[:, None].to(tl.int64)")
+        self.names[i] = name
+
+    def _store(self, store: ir.Store) -> None:
+        buf = next(b for b in self.k.outputs if b.name == store.buffer)
+        index = pexpr(store.index)
+        if ir.XINDEX not in store.index.free_symbols:
+            index = f"{index} + 0 * xindex"
+        element = ir.RINDEX in store.index.free_symbols
+        value = self.names[store.value]
+        self.out.line(f"tl.store({store.buffer} + ({index}), {stored_value(value, buf.dtype, self.target)}, "
+                      f"mask={'mask' if element else 'xmask'})")

@@ -1,0 +1,172 @@
+"""Reduction lowerings: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin,
+var/std/var_mean, any/all. Each is a checker plus a rule, and a `reduces` function
+naming the dims of its input it reduces (fusion builds the kernel's space from it).
+
+Numerics follow torch: fp16/bf16 accumulate in fp32 and round once on store; integer and
+bool sums and products accumulate in int64; max/min propagate NaN and arg* return the
+first index of the extreme value (NaN counting as the max and the min); variance is two
+passes (mean, then the sum of squared deviations) divided by max(n - correction, 0), so
+n <= correction gives inf or NaN as in eager. Empty rows give the identity (sum 0, prod 1,
+any False, all True, mean and var NaN); max/min/arg* of an empty row raise, as in eager,
+from the wrapper. Softmax, log_softmax, layer_norm, group_norm, logsumexp and the losses
+reach these rules through the decomposition policy.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+
+from . import ir
+from .pointwise import ALL, FLOATS, NUMERIC, _arg, _tensor_ok
+from .registry import LOWERINGS
+
+aten = torch.ops.aten
+
+# reductions that have no identity: an empty row is an error in eager
+NEEDS_ELEMENTS = ("max", "min", "argmax", "argmin")
+
+
+# -- which dims ---------------------------------------------------------------------
+def _dims_arg(node: torch.fx.Node) -> Any:
+    if node.target in (aten.sum.default, aten.mean.default, aten.prod.default, aten.max.default,
+                       aten.min.default, aten.any.default, aten.all.default):
+        return None
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+
+
+def reduced_dims(node: torch.fx.Node) -> tuple[int, ...]:
+    rank = node.args[0].meta["val"].dim()
+    dims = _dims_arg(node)
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return tuple(range(rank))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return tuple(sorted({d % rank for d in dims}))
+
+
+# -- checker ------------------------------------------------------------------------
+def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = ()) -> Callable[[torch.fx.Node], bool]:
+    """A tensor input of rank >= 1 in `inputs`, every result a supported dtype, nothing
+    statically empty, keyword arguments only those named (and dtype only as a no-op)."""
+
+    def check(node: torch.fx.Node) -> bool:
+        x = node.args[0]
+        if not isinstance(x, torch.fx.Node) or not _tensor_ok(x.meta.get("val"), inputs) or x.meta["val"].dim() == 0:
+            return False
+        results = node.meta.get("val")
+        results = results if isinstance(results, (tuple, list)) else (results,)
+        if not all(_tensor_ok(r, ALL) for r in results):
+            return False
+        if any(isinstance(s, int) and s == 0 for s in x.meta["val"].shape):
+            return False  # statically empty: eager knows the identity or the error
+        for key, value in node.kwargs.items():
+            if key == "dtype":
+                if value not in (None, results[0].dtype) or x.meta["val"].dtype not in FLOATS + (value,):
+                    return False
+            elif key not in kwargs + ("dim", "keepdim"):
+                return False
+        return True
+
+    return check
+
+
+# -- rules --------------------------------------------------------------------------
+def _input(b: Any, node: torch.fx.Node, x: Any, dtype: torch.dtype) -> int:
+    return _arg(b, x, dtype, node)
+
+
+def _accumulate(op: str) -> Callable[..., int]:
+    """sum / prod: in the result's compute dtype (int64 for integer and bool inputs)."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+        cdt = ir.compute_dtype(node.meta["val"].dtype)
+        return b.reduce(op, _input(b, node, x, cdt), node, cdt)
+
+    return rule
+
+
+def _mean(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    total = b.reduce("sum", _input(b, node, x, torch.float32), node, torch.float32)
+    return b.compute("truediv", (total, b.cast(b.rnumel(), torch.float32, node)), node, torch.float32)
+
+
+def _extreme(op: str) -> Callable[..., int]:
+    """amax / amin / max / min without indices."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+        return b.reduce(op, int(x), node, b.dtype(int(x)))
+
+    return rule
+
+
+def _with_index(op: str) -> Callable[..., tuple[int, int]]:
+    """max.dim / min.dim: (values, indices)."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int]:
+        return b.reduce(op, int(x), node, b.dtype(int(x))), b.reduce(f"arg{op}", int(x), node, torch.int64)
+
+    return rule
+
+
+def _arg_extreme(op: str) -> Callable[..., int]:
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+        return b.reduce(op, int(x), node, torch.int64)
+
+    return rule
+
+
+def _boolean(op: str) -> Callable[..., int]:
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+        result = b.reduce(op, _input(b, node, x, torch.bool), node, torch.bool)
+        return b.cast(result, ir.compute_dtype(node.meta["val"].dtype), node)
+
+    return rule
+
+
+def _variance(b: Any, node: torch.fx.Node, x: Any) -> tuple[int, int]:
+    """(var, mean) in two passes: the mean, then the squared deviations from it."""
+    f32 = torch.float32
+    value = _input(b, node, x, f32)
+    n = b.cast(b.rnumel(), f32, node)
+    mean = b.compute("truediv", (b.reduce("sum", value, node, f32), n), node, f32)
+    deviation = b.compute("sub", (value, mean), node, f32)
+    squares = b.reduce("sum", b.compute("square", (deviation,), node, f32), node, f32)
+    correction = node.kwargs.get("correction")
+    correction = 1.0 if correction is None else float(correction)
+    divisor = b.compute("clamp_min", (b.compute("sub", (n, b.constant(correction, f32)), node, f32), b.constant(0.0, f32)), node, f32)
+    return b.compute("truediv", (squares, divisor), node, f32), mean
+
+
+def _var(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    return _variance(b, node, x)[0]
+
+
+def _std(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    return b.compute("sqrt", (_variance(b, node, x)[0],), node, torch.float32)
+
+
+def _var_mean(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int]:
+    return _variance(b, node, x)
+
+
+# -- the table ----------------------------------------------------------------------
+def _reg(targets: tuple[Any, ...], check: Callable[[torch.fx.Node], bool], rule: Callable[..., Any]) -> None:
+    LOWERINGS.register(*targets, checker=check, reduces=reduced_dims)(rule)
+
+
+_reg((aten.sum.dim_IntList, aten.sum.default), _checker(ALL, ("dtype",)), _accumulate("sum"))
+_reg((aten.prod.dim_int, aten.prod.default), _checker(ALL, ("dtype",)), _accumulate("prod"))
+_reg((aten.mean.dim, aten.mean.default), _checker(FLOATS, ("dtype",)), _mean)
+_reg((aten.amax.default, aten.max.default), _checker(NUMERIC), _extreme("max"))
+_reg((aten.amin.default, aten.min.default), _checker(NUMERIC), _extreme("min"))
+_reg((aten.max.dim,), _checker(NUMERIC), _with_index("max"))
+_reg((aten.min.dim,), _checker(NUMERIC), _with_index("min"))
+_reg((aten.argmax.default,), _checker(NUMERIC), _arg_extreme("argmax"))
+_reg((aten.argmin.default,), _checker(NUMERIC), _arg_extreme("argmin"))
+_reg((aten.any.default, aten.any.dim, aten.any.dims), _checker(ALL), _boolean("any"))
+_reg((aten.all.default, aten.all.dim, aten.all.dims), _checker(ALL), _boolean("all"))
+_reg((aten.var.correction,), _checker(FLOATS, ("correction",)), _var)
+_reg((aten.std.correction,), _checker(FLOATS, ("correction",)), _std)
+_reg((aten.var_mean.correction,), _checker(FLOATS, ("correction",)), _var_mean)
