@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import xpu_lite
 from xpu_lite.runtime import PERSISTENT_MAX
 
-from .test_kernels import _closer_than_eager, _opinfo, _to
+from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _opinfo, _run_samples, _to
 
 LOOPED_ROW = PERSISTENT_MAX["cpu"] + 476  # > the largest block on every target: looped
 REDUCTION_OPINFOS = [
@@ -26,7 +26,6 @@ REDUCTION_OPINFOS = [
     ("nn.functional.group_norm", ""), ("nn.functional.cross_entropy", ""), ("nn.functional.nll_loss", ""),
 ]
 TOLERANCE = {"var": 1e-4, "std": 1e-4, "var_mean": 1e-4, "nn.functional.group_norm": 1e-4, "nn.functional.layer_norm": 1e-4}
-LOW_PRECISION_TOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 
 def _flat(value) -> list[torch.Tensor]:
@@ -40,18 +39,33 @@ def _samples(op, device: str, dtype: torch.dtype, count: int) -> list:
     return samples[:count]
 
 
-def _run(op, sample, where: str):
-    def fn(x, *args):
-        if where == "lite region":
-            with xpu_lite.compile_region():
-                return op(x, *args, **sample.kwargs)
-        return op(x, *args, **sample.kwargs)
+def _float32_check(name: str):
+    tol = TOLERANCE.get(name, 1e-5)
 
-    torch._dynamo.reset()
-    compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
-    before = xpu_lite.counters.kernels_compiled
-    out = compiled(sample.input, *sample.args)
-    return out, fn, xpu_lite.counters.kernels_compiled - before
+    def check(out, fn, sample) -> None:
+        for actual, expected in zip(_flat(out), _flat(fn(sample.input, *sample.args)), strict=True):
+            assert actual.shape == expected.shape and actual.dtype == expected.dtype
+            if expected.dtype.is_floating_point:
+                torch.testing.assert_close(actual, expected, rtol=tol, atol=tol, equal_nan=True)
+            else:
+                assert torch.equal(actual, expected)
+
+    return check
+
+
+def _low_precision_check(op, name: str, dtype: torch.dtype):
+    def check(out, fn, sample) -> None:
+        eager = fn(sample.input, *sample.args)
+        reference = op(_to(sample.input, torch.float64), *[_to(a, torch.float64) for a in sample.args],
+                       **{k: _to(v, torch.float64) for k, v in sample.kwargs.items()})
+        for actual, e, r in zip(_flat(out), _flat(eager), _flat(reference), strict=True):
+            if not e.dtype.is_floating_point:
+                if name in ("argmax", "argmin", "max", "min"):
+                    assert torch.equal(actual, e)  # the same inputs: the same first index
+                continue
+            _closer_than_eager(actual, e, r, LOW_PRECISION_TOL[dtype])
+
+    return check
 
 
 @pytest.mark.parametrize("where", ["default mode", "lite region"])
@@ -60,17 +74,7 @@ def test_reduction_opinfo_float32(device: str, name: str, variant: str, where: s
     op = _opinfo(name, variant)
     samples = _samples(op, device, torch.float32, 3)
     samples += [s.noncontiguous() for s in samples[:1]]
-    tol = TOLERANCE.get(name, 1e-5)
-    kernels = 0
-    for sample in samples:
-        out, fn, compiled = _run(op, sample, where)
-        kernels += compiled
-        for actual, expected in zip(_flat(out), _flat(fn(sample.input, *sample.args)), strict=True):
-            assert actual.shape == expected.shape and actual.dtype == expected.dtype
-            if expected.dtype.is_floating_point:
-                torch.testing.assert_close(actual, expected, rtol=tol, atol=tol, equal_nan=True)
-            else:
-                assert torch.equal(actual, expected)
+    kernels = _run_samples(op, samples, where, _float32_check(name))
     assert kernels > 0, f"no sample of {name} was lowered to a kernel"
 
 
@@ -81,20 +85,9 @@ def test_reduction_opinfo_low_precision(device: str, name: str, variant: str, dt
     op = _opinfo(name, variant)
     if dtype not in op.supported_dtypes(device):
         pytest.skip(f"{name} does not support {dtype} in eager on {device}")
-    kernels = 0
     samples = _samples(op, device, dtype, 2)
-    for sample in samples[:1] + [s.noncontiguous() for s in samples[1:]]:
-        out, fn, compiled = _run(op, sample, where)
-        kernels += compiled
-        eager = fn(sample.input, *sample.args)
-        reference = op(_to(sample.input, torch.float64), *[_to(a, torch.float64) for a in sample.args],
-                       **{k: _to(v, torch.float64) for k, v in sample.kwargs.items()})
-        for actual, e, r in zip(_flat(out), _flat(eager), _flat(reference), strict=True):
-            if not e.dtype.is_floating_point:
-                if name in ("argmax", "argmin", "max", "min"):
-                    assert torch.equal(actual, e)  # the same inputs: the same first index
-                continue
-            _closer_than_eager(actual, e, r, LOW_PRECISION_TOL[dtype])
+    samples = samples[:1] + [s.noncontiguous() for s in samples[1:]]
+    kernels = _run_samples(op, samples, where, _low_precision_check(op, name, dtype))
     assert kernels > 0, f"no {dtype} sample of {name} was lowered to a kernel"
 
 

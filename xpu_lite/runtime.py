@@ -10,6 +10,7 @@ import linecache
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from . import _torch_compat as compat
@@ -104,8 +105,6 @@ class _QuietInterpreter:
         launch = self.kernel[grid]
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            import numpy as np
-
             with np.errstate(all="ignore"):
                 return launch(*args, **kwargs)
 

@@ -73,22 +73,18 @@ def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = ()) -> C
 
 
 # -- rules --------------------------------------------------------------------------
-def _input(b: Any, node: torch.fx.Node, x: Any, dtype: torch.dtype) -> int:
-    return _arg(b, x, dtype, node)
-
-
 def _accumulate(op: str) -> Callable[..., int]:
     """sum / prod: in the result's compute dtype (int64 for integer and bool inputs)."""
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
         cdt = ir.compute_dtype(node.meta["val"].dtype)
-        return b.reduce(op, _input(b, node, x, cdt), node, cdt)
+        return b.reduce(op, _arg(b, x, cdt, node), node, cdt)
 
     return rule
 
 
 def _mean(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-    total = b.reduce("sum", _input(b, node, x, torch.float32), node, torch.float32)
+    total = b.reduce("sum", _arg(b, x, torch.float32, node), node, torch.float32)
     return b.compute("truediv", (total, b.cast(b.rnumel(), torch.float32, node)), node, torch.float32)
 
 
@@ -119,7 +115,7 @@ def _arg_extreme(op: str) -> Callable[..., int]:
 
 def _boolean(op: str) -> Callable[..., int]:
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-        result = b.reduce(op, _input(b, node, x, torch.bool), node, torch.bool)
+        result = b.reduce(op, _arg(b, x, torch.bool, node), node, torch.bool)
         return b.cast(result, ir.compute_dtype(node.meta["val"].dtype), node)
 
     return rule
@@ -128,7 +124,7 @@ def _boolean(op: str) -> Callable[..., int]:
 def _variance(b: Any, node: torch.fx.Node, x: Any) -> tuple[int, int]:
     """(var, mean) in two passes: the mean, then the squared deviations from it."""
     f32 = torch.float32
-    value = _input(b, node, x, f32)
+    value = _arg(b, x, f32, node)
     n = b.cast(b.rnumel(), f32, node)
     mean = b.compute("truediv", (b.reduce("sum", value, node, f32), n), node, f32)
     deviation = b.compute("sub", (value, mean), node, f32)
