@@ -18,7 +18,7 @@ import torch.fx
 
 from . import _torch_compat as compat
 from .codegen import generate_wrapper
-from .codegen.triton import kernel_sources, target_for
+from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, tracing
@@ -98,7 +98,8 @@ def compile_kernels(
         kernel = group.kernel
         try:
             variants = kernel_sources(kernel, target_for(device_type))
-            loaded = {name: load_kernel(name, source, device_type) for name, source in variants.items()}
+            signature = kernel_signature(kernel)
+            loaded = {name: load_kernel(name, source, device_type, signature) for name, source in variants.items()}
         except Exception as exc:  # noqa: BLE001  (any failure of generated code means: run eagerly)
             detail = f"{kernel.name} failed to compile: {type(exc).__name__}: {exc}"
             if strict:

@@ -90,6 +90,17 @@ def reduction_strategy(rnumel: Any, device_type: str) -> str:
     return f"reduces {rnumel} per row: persistent when <= {limit}, else looped"
 
 
+INT32_SPAN = 2**31  # a launch whose element offsets reach this indexes in int64
+
+
+def index_type(span: int) -> Any:
+    """A launch's INDEX constexpr: tl.int32 when every element offset it computes (below
+    `span`, the largest extent of its buffers) fits, else tl.int64 (past 2**31 elements)."""
+    import triton.language as tl
+
+    return tl.int32 if span < INT32_SPAN else tl.int64
+
+
 def _next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
@@ -111,26 +122,18 @@ class _QuietInterpreter:
         return run
 
 
-def load_kernel(name: str, source: str, device_type: str) -> Any:
+def load_kernel(name: str, source: str, device_type: str, signature: dict[str, str]) -> Any:
     """Compile (or fetch) one kernel for a device type: Triton's JIT on xpu/cuda, the Triton
-    interpreter on cpu, chosen when the function is wrapped (no process-wide env var)."""
+    interpreter on cpu, chosen when the function is wrapped (no process-wide env var).
+
+    On xpu/cuda the source is compiled here, for the current device (compile_ahead), so a
+    kernel that does not compile raises now, where the caller can fall back to eager,
+    rather than at its first launch inside the generated wrapper."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     key = (digest, device_type)
     if key in _KERNELS:
         return _KERNELS[key]
-    import importlib.util
-    from pathlib import Path
-
-    from .config import kernel_cache_dir
-
-    path = Path(kernel_cache_dir()) / f"{name}_{digest}.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != source:
-        path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"xpu_lite_kernel_{digest}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    fn = getattr(module, name)
+    fn = kernel_function(name, source)
     if device_type == "cpu":
         from triton.runtime.interpreter import InterpretedFunction
 
@@ -139,5 +142,56 @@ def load_kernel(name: str, source: str, device_type: str) -> Any:
         import triton
 
         kernel = triton.jit(fn)
+        compile_ahead(kernel, signature, current_target())
     _KERNELS[key] = kernel
     return kernel
+
+
+def current_target() -> Any:
+    """The triton GPUTarget of the current xpu/cuda device."""
+    import triton
+
+    return triton.runtime.driver.active.get_current_target()
+
+
+def kernel_function(name: str, source: str) -> Callable[..., Any]:
+    """The plain Python function a kernel source defines. Triton reads a kernel's source
+    through inspect, so the module is written to the kernel cache directory first."""
+    import importlib.util
+    from pathlib import Path
+
+    from .config import kernel_cache_dir
+
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = Path(kernel_cache_dir()) / f"{name}_{digest}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != source:
+        path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"xpu_lite_kernel_{digest}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return getattr(module, name)
+
+
+# Launch options passed to every GPU kernel. FMA contraction on, as nvcc compiles eager's
+# kernels; explicit, because Triton 3.9 warns when it is left to its default (and 3.10
+# changes that default).
+GPU_LAUNCH_OPTIONS = {"enable_fp_fusion": True}
+# constexprs compile_ahead uses: the largest blocks a launch picks
+_AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"]}
+
+
+def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0) -> Any:
+    """Compile a triton.jit kernel for `target` (a triton GPUTarget) through every stage
+    Triton has for it (for cuda: TTIR, TTGIR, LLVM IR, PTX, cubin), with the largest
+    blocks a launch would pick and int32 indexing (int64 when index_span says so: see
+    index_type). Needs no device: tests compile for cuda on a cpu machine.
+    Raises what Triton raises when the source does not compile."""
+    import triton
+    from triton.compiler import ASTSource
+
+    ahead = {**_AHEAD_BLOCKS, "INDEX": index_type(index_span)}
+    constexprs = {name: ahead[name] for name, kind in signature.items() if kind == "constexpr"}
+    if "RBLOCK" in constexprs:  # a reduction: XBLOCK rows of RBLOCK, as pick_reduction tiles
+        constexprs["XBLOCK"] = max(1, _TILE["gpu"] // constexprs["RBLOCK"])
+    return triton.compile(ASTSource(kernel, signature, constexprs), target=target, options=dict(GPU_LAUNCH_OPTIONS))

@@ -22,10 +22,10 @@ import torch
 from ..lowering import ir
 from .emitter import Emitter
 from .printer import pexpr
-from .triton import TL_DTYPE, comment, math_table, scalar_or_compute, stored_value, used_values
+from .triton import TL_DTYPE, comment, math_table, parameters, scalar_or_compute, stored_value, used_values
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
-_LAST_INDEX = "2147483647"  # "no index yet" for arg* lanes
+_NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
 
 # the cross-lane combine per target: the interpreter runs tl.reduce with these exact
 # combine functions as numpy reductions (tl.sum/tl.max are not interpretable here)
@@ -97,8 +97,6 @@ class _Source:
     # -- emission ---------------------------------------------------------------------
     def text(self) -> str:
         k = self.k
-        params = [b.name for b in k.inputs] + [b.name for b in k.outputs] + ["xnumel", "rnumel"]
-        params += [str(s) for s in k.size_symbols] + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         strategy = "persistent: the whole row in one block" if self.persistent else "looped: the row in RBLOCK chunks"
         out = self.out
         out.line(f"# xpu_lite {k.name} ({strategy}): fused {', '.join(k.nodes)} (target: {self.target})")
@@ -111,9 +109,9 @@ class _Source:
             out.line()
             out.line()
         name = f"{k.name}_{'persistent' if self.persistent else 'looped'}"
-        out.line(f"def {name}({', '.join(params)}):")
+        out.line(f"def {name}({parameters(k)}):")
         with out.indent():
-            out.line("xindex = (tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK))[:, None]")
+            out.line("xindex = (tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK))[:, None]")
             out.line("xmask = xindex < xnumel")
             if self.persistent:
                 self._persistent()
@@ -122,7 +120,7 @@ class _Source:
         return out.text()
 
     def _persistent(self) -> None:
-        self._chunk_header("tl.arange(0, RBLOCK)[None, :]")
+        self._chunk_header("tl.arange(0, RBLOCK)[None, :].to(INDEX)")
         reduces = [i for i, v in enumerate(self.k.values) if isinstance(v, ir.Reduce) and i in self.used]
         for i in reduces:
             self._init(i)
@@ -154,7 +152,7 @@ class _Source:
                 self._init(i)
             out.line("for roffset in range(0, rnumel, RBLOCK):", f"pass {p + 1} of {loops} over the row")
             with out.indent():
-                self._chunk_header("roffset + tl.arange(0, RBLOCK)[None, :]")
+                self._chunk_header("(roffset + tl.arange(0, RBLOCK)[None, :]).to(INDEX)")
                 roots = [k.values[i].arg for i in reduces] + [s.value for s in stores]  # type: ignore[union-attr]
                 for i in self._needed(roots):
                     self._emit(i, f"tmp{i}" if p == 0 else f"tmp{i}_{p}")
@@ -213,7 +211,7 @@ class _Source:
         dtype = self.k.values[value.arg].dtype if value.op in ("argmax", "argmin") else value.dtype
         self.out.line(f"acc{i} = tl.full([XBLOCK, RBLOCK], {self._identity(value.op, dtype)}, {self._acc_dtype(value)})", value.node)
         if value.op in ("argmax", "argmin"):
-            self.out.line(f"acc{i}_index = tl.full([XBLOCK, RBLOCK], {_LAST_INDEX}, tl.int32)")
+            self.out.line(f"acc{i}_index = tl.full([XBLOCK, RBLOCK], 0, INDEX) + {_NO_INDEX}")
 
     def _update(self, i: int) -> None:
         value = self.k.values[i]
@@ -234,7 +232,7 @@ class _Source:
             cmp = ">" if op == "argmax" else "<"
             floating = self.k.values[value.arg].dtype.is_floating_point
             nan = f" | (({arg} != {arg}) & ({acc} == {acc}))" if floating else ""
-            take = f"mask & (({arg} {cmp} {acc}){nan} | ({acc}_index == {_LAST_INDEX}))"
+            take = f"mask & (({arg} {cmp} {acc}){nan} | ({acc}_index == {_NO_INDEX}))"
             self.out.line(f"take{i} = {take}", value.node)
             self.out.line(f"{acc} = tl.where(take{i}, {arg}, {acc})")
             self.out.line(f"{acc}_index = tl.where(take{i}, rindex, {acc}_index)")
@@ -260,7 +258,7 @@ class _Source:
                 self.out.line(f"{best} = tl.where({has_nan}[:, None] > 0, float('nan'), {best})")
             if op.startswith("arg"):
                 hit = f"({acc} == {best})" + (f" | (({acc} != {acc}) & ({best} != {best}))" if floating else "")
-                first = combine["min"].format(f"tl.where({hit}, {acc}_index, {_LAST_INDEX})")
+                first = combine["min"].format(f"tl.where({hit}, {acc}_index, {_NO_INDEX})")
                 self.out.line(f"{name} = {first}[:, None].to(tl.int64)")
         self.names[i] = name
 

@@ -73,6 +73,9 @@ TL_DTYPE = {
     torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
     torch.int32: "tl.int32", torch.int64: "tl.int64", torch.bool: "tl.int1",
 }
+# the type Triton's JIT gives a tensor of each dtype in a kernel signature ("*fp32", ...)
+SIGNATURE_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+                   torch.int32: "i32", torch.int64: "i64", torch.bool: "i1"}
 
 
 def target_for(device_type: str) -> str:
@@ -92,18 +95,32 @@ def kernel_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
     return {kernel.name: kernel_source(kernel, target)}
 
 
+def kernel_signature(kernel: ir.Kernel) -> dict[str, str]:
+    """{argument: Triton signature type}, in the order the wrapper passes them: buffers,
+    xnumel (and rnumel), size symbols, then the constexprs: block sizes and INDEX, the
+    index dtype (tl.int32, or tl.int64 when a launch indexes past 2**31 elements)."""
+    sig = {b.name: "*" + SIGNATURE_DTYPE[b.dtype] for b in (*kernel.inputs, *kernel.outputs)}
+    sig.update({name: "i32" for name in ["xnumel", "rnumel"][: 1 + kernel.is_reduction]})
+    sig.update({str(s): "i32" for s in kernel.size_symbols})
+    sig.update({name: "constexpr" for name in ["XBLOCK", "RBLOCK"][: 1 + kernel.is_reduction] + ["INDEX"]})
+    return sig
+
+
+def parameters(kernel: ir.Kernel) -> str:
+    return ", ".join(f"{name}: tl.constexpr" if kind == "constexpr" else name
+                     for name, kind in kernel_signature(kernel).items())
+
+
 def kernel_source(kernel: ir.Kernel, target: str) -> str:
     table = math_table(target)
-    params = [b.name for b in kernel.inputs] + [b.name for b in kernel.outputs] + ["xnumel"]
-    params += [str(s) for s in kernel.size_symbols] + ["XBLOCK: tl.constexpr"]
     out = Emitter()
     out.line(f"# xpu_lite {kernel.name}: fused {', '.join(kernel.nodes)} (target: {target})")
     out.line("import triton.language as tl")
     out.line()
     out.line()
-    out.line(f"def {kernel.name}({', '.join(params)}):")
+    out.line(f"def {kernel.name}({parameters(kernel)}):")
     with out.indent():
-        out.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+        out.line("xindex = tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK)")
         out.line("xmask = xindex < xnumel")
         used = used_values(kernel)
         for i, value in enumerate(kernel.values):

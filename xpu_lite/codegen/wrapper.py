@@ -26,7 +26,7 @@ from ..lowering import Decision, DecisionKind, LoweringError, ir
 from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.fusion import Group
 from ..report import COUNTERS
-from ..runtime import pick_block, pick_reduction
+from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction
 from .emitter import Emitter
 from .printer import pexpr
 
@@ -248,6 +248,7 @@ class _WrapperBuilder:
                 f"{node.name} (stored by {kernel.name})",
             )
         self.constants.setdefault("_pick_block", pick_block)
+        self.constants.setdefault("_index_type", index_type)
         self.constants.setdefault("_COUNTERS", COUNTERS)
         args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
         args += ["xnumel"] + (["rnumel"] if kernel.is_reduction else []) + [str(s) for s in kernel.size_symbols]
@@ -259,22 +260,26 @@ class _WrapperBuilder:
                 with body.indent():
                     message = f"xpu_lite: {', '.join(kernel.nodes)}: cannot take the max/min of an empty dimension (as in eager)"
                     body.line(f"raise IndexError({message!r})")
+        options = ", INDEX=index" + ("" if self.device_type == "cpu" else "".join(f", {k}={v!r}" for k, v in GPU_LAUNCH_OPTIONS.items()))
         guard = not kernel.numel.is_number  # a symbolic size may be 0 at run time: launch nothing then
         if guard:
             body.line("if xnumel > 0:", kernel.name)
         with body.indent() if guard else contextlib.nullcontext():
+            spans = sorted({pexpr(e) for e in {b.extent() for b in (*kernel.inputs, *kernel.outputs)} | {kernel.numel}})
+            span = f"max({', '.join(spans)})" if len(spans) > 1 else spans[0]
+            body.line(f"index = _index_type({span})", f"{kernel.name}: int64 offsets past 2**31 elements")
             if kernel.is_reduction:
                 self.constants.setdefault("_pick_reduction", pick_reduction)
                 for variant in ("persistent", "looped"):
                     self.constants[f"{kernel.name}_{variant}"] = self.kernels[f"{kernel.name}_{variant}"]
                 body.line(f"xblock, rblock, persistent = _pick_reduction(xnumel, rnumel, {self.device_type!r})", kernel.name)
                 body.line(f"kernel = {kernel.name}_persistent if persistent else {kernel.name}_looped", kernel.name)
-                body.line(f"kernel[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, RBLOCK=rblock)", label)
+                body.line(f"kernel[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, RBLOCK=rblock{options})", label)
                 body.line("_COUNTERS.count_reduction(persistent)", kernel.name)
             else:
                 self.constants[kernel.name] = self.kernels[kernel.name]
                 body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
-                body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock)", label)
+                body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock{options})", label)
                 body.line("_COUNTERS.kernel_launches += 1", kernel.name)
 
     def _emit_assert(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
@@ -338,6 +343,7 @@ class _WrapperBuilder:
 def _group_symbols(group: Group) -> set[sympy.Symbol]:
     kernel = group.kernel
     exprs = [kernel.numel, *(e for b in kernel.outputs for e in (*b.sizes, *b.strides))]
+    exprs += [b.extent() for b in kernel.inputs]  # for the launch's index dtype
     return set(kernel.size_symbols) | set().union(*(e.free_symbols for e in exprs))
 
 

@@ -36,6 +36,10 @@ class Buffer:
     sizes: tuple[sympy.Expr, ...]
     strides: tuple[sympy.Expr, ...]
 
+    def extent(self) -> sympy.Expr:
+        """1 + the largest element offset the tensor addresses (views of it stay inside)."""
+        return sympy.expand(1 + sum(((s - 1) * st for s, st in zip(self.sizes, self.strides)), sympy.Integer(0)))
+
 
 COMPUTE_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
 STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool)

@@ -1,0 +1,170 @@
+"""The GPU sources, compiled by Triton's real compiler on any machine.
+
+On cpu the kernels run under the Triton interpreter, which accepts things the compiler
+does not (and the other way round). Here the models run on cpu while every kernel they
+compile is captured; its "gpu" target sources (the ones xpu/cuda launch) then go through
+Triton's whole cuda pipeline for an H100 (sm_90: TTIR, TTGIR, LLVM IR, PTX, cubin with
+ptxas) through runtime.compile_ahead, the function load_kernel runs on a GPU. No GPU is
+needed: Triton compiles for an explicit target. Intel's XPU backend is not in the PyPI
+wheel, so xpu sources (the same text as cuda's) are checked through cuda only.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import xpu_lite
+import xpu_lite.backend
+from xpu_lite import runtime
+from xpu_lite.codegen.triton import kernel_signature, kernel_sources
+
+from .test_kernels import FLOAT_OPINFOS, INT_OPINFOS, _opinfo
+from .test_kernels import _samples as _pointwise_samples
+from .test_reductions import CASES, LAYOUTS
+
+triton = pytest.importorskip("triton")
+
+
+def _cuda_target():
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget("cuda", 90, 32)
+
+
+def _ptxas_works() -> str | None:
+    """None, or why Triton's cuda compiler cannot run here."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas_version
+
+        get_ptxas_version(90)
+    except Exception as exc:  # noqa: BLE001  (any failure: say why and skip)
+        return f"Triton's cuda backend or its bundled ptxas is unavailable: {type(exc).__name__}: {exc}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_ptxas_works() is not None, reason=str(_ptxas_works()))
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The ir.Kernels the backend generates code for, in order."""
+    kernels = []
+    generate = xpu_lite.backend.kernel_sources
+
+    def record(kernel, target):
+        kernels.append(kernel)
+        return generate(kernel, target)
+
+    monkeypatch.setattr(xpu_lite.backend, "kernel_sources", record)
+    return kernels
+
+
+def _compile_for_cuda(kernels, index_spans=(0,)) -> None:
+    """Compile every gpu source of every kernel (a reduction has two) to a cubin, with
+    int32 indexing (span 0) and, where asked, int64 (span 2**31)."""
+    assert kernels, "nothing was lowered to a kernel: the test would check nothing"
+    for kernel in kernels:
+        for name, source in kernel_sources(kernel, "gpu").items():
+            jit = triton.jit(runtime.kernel_function(name, source))
+            for span in index_spans:
+                try:
+                    compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), span)
+                except Exception as exc:
+                    raise AssertionError(f"{name} (fused {', '.join(kernel.nodes)}, index span {span}) does not "
+                                         f"compile for cuda:\n{source}") from exc
+                assert compiled.asm["cubin"] and ".entry " + name in compiled.asm["ptx"]
+
+
+def _run(fn, *args, backward: bool = False) -> None:
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend="xpu_lite", dynamic=True)(*args)
+    if backward:
+        out.sum().backward()
+
+
+def test_pointwise_op_kernels_compile_for_cuda(captured) -> None:
+    """One sample of every pointwise OpInfo op: float32, bfloat16 (computed in fp32, rounded
+    on store), float16 for the activations, int64 for the integer ops."""
+    cases = [(n, v, torch.float32) for n, v in FLOAT_OPINFOS] + [(n, v, torch.int64) for n, v in INT_OPINFOS]
+    cases += [(n, v, torch.bfloat16) for n, v in FLOAT_OPINFOS[:12]]
+    cases += [(n, v, torch.float16) for n, v in FLOAT_OPINFOS if n.startswith("nn.functional")]
+    for name, variant, dtype in cases:
+        op = _opinfo(name, variant)
+        for sample in _pointwise_samples(op, "cpu", dtype, 1):
+            _run(lambda x, *args: op(x, *args, **sample.kwargs), sample.input, *sample.args)
+    assert len(captured) >= len(cases) - 2, "nearly every op lowers to a kernel"
+    _compile_for_cuda(captured)
+
+
+def test_view_and_broadcast_kernels_compile_for_cuda(captured) -> None:
+    def views(x, y):
+        a = x.t()[::2] * 2 + y.unsqueeze(-1)  # transpose, step slice, broadcast
+        b = x.reshape(-1, 2).permute(1, 0).sigmoid()  # computed sizes
+        return a.expand(2, *a.shape).sum(0), b, torch.where(x > 0, x, torch.full_like(x, 0.5)).to(torch.float16)
+
+    _run(views, torch.randn(6, 8), torch.randn(4))
+    assert len(captured) >= 2
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_reduction_kernels_compile_for_cuda(case: str, captured) -> None:
+    """Persistent and looped sources of every reduction op and normalization, with int32
+    and int64 indexing."""
+    _run(CASES[case], torch.randn(3, 36))
+    assert any(k.is_reduction for k in captured)
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_strided_reduction_kernels_compile_for_cuda(layout: str, captured) -> None:
+    _run(LAYOUTS[layout], torch.randn(12, 6))
+    _compile_for_cuda(captured)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("softmax", lambda x, w: torch.softmax(x, -1)),
+    ("log_softmax", lambda x, w: F.log_softmax(x, -1)),
+    ("layer_norm", lambda x, w: F.layer_norm(x, (64,), w, w)),
+    ("rms_norm", lambda x, w: F.rms_norm(x, (64,), w, 1e-6)),
+])
+def test_backward_kernels_compile_for_cuda(name: str, fn, captured) -> None:
+    _run(fn, torch.randn(6, 64, requires_grad=True), torch.randn(64, requires_grad=True), backward=True)
+    assert len(captured) >= 2, f"{name}: a forward and a backward kernel"
+    _compile_for_cuda(captured)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.bool], ids=str)
+def test_low_precision_and_integer_reductions_compile_for_cuda(dtype: torch.dtype, captured) -> None:
+    x = (torch.randn(4, 40) * 4).to(dtype)
+    if dtype.is_floating_point:
+        _run(lambda x: (torch.softmax(x, -1), F.layer_norm(x, (40,)), x.sum(-1), x.amax(0)), x)
+    elif dtype is torch.bool:
+        _run(lambda x: (x.sum(-1), x.any(-1), x.all(0), x.logical_not().amax(-1)), x)
+    else:
+        _run(lambda x: (x.sum(-1), x.prod(0), x.argmax(-1), x.any(-1)), x)
+    _compile_for_cuda(captured)
+
+
+# -- load_kernel on a GPU: compile errors surface at load, where the backend falls back --
+_BAD = '''import triton.language as tl
+
+
+def bad(in0, out0, xnumel, XBLOCK: tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, 3)  # not a power of two: Triton refuses
+    tl.store(out0 + xindex, tl.load(in0 + xindex))
+'''
+
+
+def test_gpu_load_kernel_compiles_ahead_so_errors_surface_at_load(monkeypatch) -> None:
+    """load_kernel's xpu/cuda branch, with the current device's target replaced by sm_90:
+    a source Triton refuses raises from load_kernel (compile_kernels turns that into a
+    fallback with a warning, tested in test_kernels) instead of at first launch."""
+    monkeypatch.setattr(runtime, "current_target", _cuda_target)
+    signature = {"in0": "*fp32", "out0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}
+    with pytest.raises(triton.compiler.errors.CompilationError, match="arange"):
+        runtime.load_kernel("bad", _BAD, "cuda", signature)
+    good = _BAD.replace("tl.arange(0, 3)", "tl.arange(0, XBLOCK)").replace("def bad", "def good")
+    kernel = runtime.load_kernel("good", good, "cuda", signature)
+    assert isinstance(kernel, triton.runtime.jit.JITFunction)
