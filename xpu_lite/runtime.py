@@ -181,12 +181,14 @@ GPU_LAUNCH_OPTIONS = {"enable_fp_fusion": True}
 _AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"]}
 
 
-def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0) -> Any:
+def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0, aligned: bool = False) -> Any:
     """Compile a triton.jit kernel for `target` (a triton GPUTarget) through every stage
     Triton has for it (for cuda: TTIR, TTGIR, LLVM IR, PTX, cubin), with the largest
     blocks a launch would pick and int32 indexing (int64 when index_span says so: see
-    index_type). Needs no device: tests compile for cuda on a cpu machine.
-    Raises what Triton raises when the source does not compile."""
+    index_type). `aligned`: every pointer and int argument divisible by 16, as Triton's JIT
+    specializes a launch on 16-byte aligned tensors and sizes (what vectorizes loads).
+    Needs no device: tests compile for cuda on a cpu machine. Raises what Triton raises
+    when the source does not compile."""
     import triton
     from triton.compiler import ASTSource
 
@@ -194,4 +196,5 @@ def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_spa
     constexprs = {name: ahead[name] for name, kind in signature.items() if kind == "constexpr"}
     if "RBLOCK" in constexprs:  # a reduction: XBLOCK rows of RBLOCK, as pick_reduction tiles
         constexprs["XBLOCK"] = max(1, _TILE["gpu"] // constexprs["RBLOCK"])
-    return triton.compile(ASTSource(kernel, signature, constexprs), target=target, options=dict(GPU_LAUNCH_OPTIONS))
+    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if aligned and kind != "constexpr"}
+    return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=dict(GPU_LAUNCH_OPTIONS))
