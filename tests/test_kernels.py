@@ -278,3 +278,22 @@ def test_int64_indexing_gives_the_same_results(device: str, monkeypatch: pytest.
         for actual, expected in zip(compiled(x), fn(x), strict=True):
             _close(actual, expected)
     assert picked and set(picked) == {tl.int64}
+
+
+def test_floor_division_follows_torch_not_floor_of_quotient(device: str) -> None:
+    """torch computes a floor division from fmod: 1.0 // 0.1 is 9.0 (floor(1.0 / 0.1) is
+    10.0), 5.5 // 1.1 is 4.0; zero divisors, infinities, NaN and signed zeros as in eager.
+    Bitwise, signs of zero included."""
+    a = torch.tensor([1.0, -1.0, 7.0, 0.3, 5.5, -7.5, 0.0, -0.0, 1.0, -1.0, 0.0, float("nan"), float("inf"), 3.0, -3.0, 1e-30, 2.0])
+    b = torch.tensor([0.1, 0.1, 0.7, 0.1, 1.1, 2.5, 3.0, 3.0, 0.0, 0.0, 0.0, 1.0, 2.0, float("inf"), float("inf"), -5.0, -0.0])
+
+    def fn(a, b):
+        return torch.div(a, b, rounding_mode="floor"), torch.floor_divide(a * 3, b), torch.div(a, b, rounding_mode="trunc")
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    a, b = a.to(device), b.to(device)
+    for actual, expected in zip(compiled(a, b), fn(a, b), strict=True):
+        assert torch.equal(actual.nan_to_num(7.0), expected.nan_to_num(7.0)), (actual, expected)
+        numbers = ~expected.isnan()  # a NaN's sign bit is the device's business
+        assert torch.equal(actual.signbit()[numbers], expected.signbit()[numbers]), (actual, expected)
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1

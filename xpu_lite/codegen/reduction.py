@@ -22,7 +22,7 @@ import torch
 from ..lowering import ir
 from .emitter import Emitter
 from .printer import pexpr
-from .triton import TL_DTYPE, comment, math_table, parameters, scalar_or_compute, stored_value, used_values
+from .triton import TARGET_IMPORTS, TL_DTYPE, comment, math_table, parameters, scalar_or_compute, stored_value, used_values
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
@@ -101,7 +101,7 @@ class _Source:
         out = self.out
         out.line(f"# xpu_lite {k.name} ({strategy}): fused {', '.join(k.nodes)} (target: {self.target})")
         out.line("import triton")
-        out.line("import triton.language as tl")
+        out.lines(list(TARGET_IMPORTS[self.target]))
         out.line()
         out.line()
         if any(isinstance(v, ir.Reduce) and v.op == "prod" for v in k.values):

@@ -57,7 +57,7 @@ MATH: dict[str, str] = {
     "gelu_tanh": "0.5 * {0} * (1.0 + " + _TANH.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")",
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
     "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
-    "div_floor": "tl.floor({0} / {1})",
+    "signed_zero": "tl.where({0}.to(tl.int32, bitcast=True) < 0, -0.0, 0.0)",  # copysign(0, x) of fp32
     "fmod": "{0} % {1}",  # float %: C fmod (sign of the dividend) on both targets
     "remainder": "tl.where(({0} % {1} != 0) & (({0} % {1} < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
     "pow": "tl.where({1} == 0.0, 1.0, tl.where({0} == 1.0, 1.0, tl.where({0} < 0.0, tl.where(tl.floor({1}) == {1}, "
@@ -65,9 +65,27 @@ MATH: dict[str, str] = {
            "float('nan')), tl.exp2({1} * tl.log2(tl.abs({0}))))))",
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
 }
+# xpu/cuda: Triton's `/` and tl.sqrt compile to approximate instructions (div.full.f32,
+# sqrt.approx.ftz.f32 on cuda) where eager is correctly rounded, so division and sqrt are
+# the IEEE forms; libdevice (real there, a stub under the interpreter) where it is the
+# accurate C function eager calls.
 TARGET_MATH: dict[str, dict[str, str]] = {
     "interpreter": {},
-    "gpu": {"rsqrt": "tl.rsqrt({0})"},
+    "gpu": {
+        "truediv": "tl.div_rn({0}, {1})", "reciprocal": "tl.div_rn(1.0, {0})",
+        "div_trunc": "libdevice.trunc(tl.div_rn({0}, {1}))",
+        "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
+        "sigmoid": "tl.div_rn(1.0, 1.0 + tl.exp(-{0}))", "silu": "tl.div_rn({0}, 1.0 + tl.exp(-{0}))",
+        "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
+        "tan": "libdevice.tan({0})", "trunc": "libdevice.trunc({0})", "round": "libdevice.rint({0})",
+        "pow": "libdevice.pow({0}, {1})",
+        "gelu_tanh": "0.5 * {0} * (1.0 + libdevice.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
+    },
+}
+# the imports a kernel source of each target starts with
+TARGET_IMPORTS = {
+    "interpreter": ("import triton.language as tl",),
+    "gpu": ("import triton.language as tl", "from triton.language.extra import libdevice"),
 }
 TL_DTYPE = {
     torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
@@ -115,7 +133,7 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     table = math_table(target)
     out = Emitter()
     out.line(f"# xpu_lite {kernel.name}: fused {', '.join(kernel.nodes)} (target: {target})")
-    out.line("import triton.language as tl")
+    out.lines(list(TARGET_IMPORTS[target]))
     out.line()
     out.line()
     out.line(f"def {kernel.name}({parameters(kernel)}):")

@@ -183,8 +183,29 @@ def _add_sub(op: str) -> Rule:
 def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
     mode = node.kwargs.get("rounding_mode")
     cdt = _out_cdt(node)
-    op = {"trunc": "div_trunc", "floor": "div_floor", None: "truediv"}[mode]
-    return b.compute(op, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+    a, d = _arg(b, x, cdt, node), _arg(b, y, cdt, node)
+    if mode == "floor":
+        return _floor_divide(b, node, a, d, cdt)
+    return b.compute("div_trunc" if mode == "trunc" else "truediv", (a, d), node, cdt)
+
+
+def _floor_divide(b: Any, node: torch.fx.Node, a: int, d: int, cdt: torch.dtype) -> int:
+    """torch's div_floor_floating step by step: from fmod, so 1.0 // 0.1 is 9.0 as in eager
+    (floor(1.0 / 0.1) is 10.0); a zero divisor gives a / d; a zero quotient keeps its sign."""
+    def op(name: str, *args: int, dtype: torch.dtype = cdt) -> int:
+        return b.compute(name, args, node, dtype)
+
+    one, half, zero = (b.constant(v, cdt) for v in (1.0, 0.5, 0.0))
+    mod = op("fmod", a, d)
+    div = op("truediv", op("sub", a, mod), d)
+    signs_differ = op("ne", op("lt", d, zero, dtype=torch.bool), op("lt", mod, zero, dtype=torch.bool), dtype=torch.bool)
+    div = op("where", op("logical_and", op("ne", mod, zero, dtype=torch.bool), signs_differ, dtype=torch.bool), op("sub", div, one), div)
+    floor = op("floor", div)
+    floor = op("where", op("gt", op("sub", div, floor), half, dtype=torch.bool), op("add", floor, one), floor)
+    quotient = op("truediv", a, d)
+    signed_zero = op("signed_zero", quotient)
+    floor = op("where", op("ne", div, zero, dtype=torch.bool), floor, signed_zero)
+    return op("where", op("eq", d, zero, dtype=torch.bool), quotient, floor)
 
 
 _POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
