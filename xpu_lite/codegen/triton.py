@@ -16,9 +16,19 @@ from .emitter import Emitter
 from .printer import pexpr
 
 _F32_MAX = "3.4028234663852886e38"
-_TANH = ("tl.where(tl.abs({0}) < 0.0625, {0} - {0} * {0} * {0} / 3.0 + 2.0 * {0} * {0} * {0} * {0} * {0} / 15.0, "
-         "tl.where({0} >= 0.0, 1.0, -1.0) * (1.0 - tl.exp(-2.0 * tl.abs({0}))) / (1.0 + tl.exp(-2.0 * tl.abs({0}))))")
+_TANH = ("tl.where({0} == 0.0, {0}, "  # ±0 keeps its sign
+         "tl.where(tl.abs({0}) < 0.0625, {0} - {0} * {0} * {0} / 3.0 + 2.0 * {0} * {0} * {0} * {0} * {0} / 15.0, "
+         "tl.where({0} >= 0.0, 1.0, -1.0) * (1.0 - tl.exp(-2.0 * tl.abs({0}))) / (1.0 + tl.exp(-2.0 * tl.abs({0})))))")
 _FLOOR_HALF = "tl.floor({0} + 0.5)"
+# C's pow (what eager calls): |x|**y from exp2/log2, negative for a negative x (-0.0
+# included) and an odd integer y, NaN for a finite negative x and a non-integer y, 1 for
+# y == 0, x == 1 and (-1) ** ±inf. {0} must be a tensor (the lowering broadcasts a scalar base).
+_SIGNBIT = "({0}.to(tl.int32, bitcast=True) < 0)"
+_ODD = "((tl.floor({1}) == {1}) & (tl.floor({1} * 0.5) * 2.0 != {1}))"
+_MAGNITUDE = "tl.exp2({1} * tl.log2(tl.abs({0})))"
+_POW = ("tl.where(({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs({1}) == float('inf'))), 1.0, "
+        "tl.where(({0} < 0.0) & ({0} > float('-inf')) & (tl.floor({1}) != {1}), float('nan'), "
+        "tl.where(" + _SIGNBIT + " & " + _ODD + ", -" + _MAGNITUDE + ", " + _MAGNITUDE + ")))")
 
 # op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
 # targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
@@ -27,25 +37,28 @@ MATH: dict[str, str] = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
     "maximum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
     "minimum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
-    "clamp_min": "tl.where({0} != {0}, {0}, tl.maximum({0}, {1}))",
-    "clamp_max": "tl.where({0} != {0}, {0}, tl.minimum({0}, {1}))",
+    # a NaN bound gives NaN too, as in torch.clamp
+    "clamp_min": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
+    "clamp_max": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
     "neg": "-{0}", "abs": "tl.abs({0})",
     "sign": "({0} > 0).to({dt}) - ({0} < 0).to({dt})",
     "relu": "tl.where({0} < 0, 0, {0})",  # NaN < 0 is false: NaN propagates as in torch
     "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
     # Kahan's tricks: accurate near 0 without libdevice
     "expm1": "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
-             "(tl.exp({0}) - 1.0) * {0} / tl.log(tl.exp({0}))))",
-    "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", 1.0 + {0}, "
-             "tl.log(1.0 + {0}) * {0} / ((1.0 + {0}) - 1.0)))",
+             "tl.where(tl.exp({0}) > " + _F32_MAX + ", tl.exp({0}), (tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0}))))))",
+    "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", tl.log(1.0 + {0}), "
+             "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))",
     "sqrt": "tl.sqrt({0})", "rsqrt": "1.0 / tl.sqrt({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "tl.sin({0}) / tl.cos({0})",
     "tanh": _TANH, "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
     "erf": "tl.erf({0})", "reciprocal": "1.0 / {0}",
     "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
     "trunc": "tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))",
-    "round": "tl.where(tl.abs({0}) >= 8388608.0, {0}, tl.where((" + _FLOOR_HALF + " - {0} == 0.5) & ("
-             + _FLOOR_HALF + " * 0.5 != tl.floor(" + _FLOOR_HALF + " * 0.5)), " + _FLOOR_HALF + " - 1.0, " + _FLOOR_HALF + "))",
+    # half to even; a zero result takes x's sign (round(-0.4) is -0.0)
+    "round": "tl.where(tl.abs({0}) >= 8388608.0, {0}, tl.where(tl.abs({0}) <= 0.5, {0} * 0.0, tl.where((" + _FLOOR_HALF
+             + " - {0} == 0.5) & (" + _FLOOR_HALF + " * 0.5 != tl.floor(" + _FLOOR_HALF + " * 0.5)), " + _FLOOR_HALF
+             + " - 1.0, " + _FLOOR_HALF + ")))",
     "isnan": "{0} != {0}", "isinf": "tl.abs({0}) > " + _F32_MAX,
     "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}", "ge": "{0} >= {1}",
     "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "{0} == 0",
@@ -57,12 +70,10 @@ MATH: dict[str, str] = {
     "gelu_tanh": "0.5 * {0} * (1.0 + " + _TANH.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")",
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
     "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
-    "signed_zero": "tl.where({0}.to(tl.int32, bitcast=True) < 0, -0.0, 0.0)",  # copysign(0, x) of fp32
+    "signed_zero": "tl.where(" + _SIGNBIT + ", -0.0, 0.0)",  # copysign(0, x) of an fp32 tensor
     "fmod": "{0} % {1}",  # float %: C fmod (sign of the dividend) on both targets
     "remainder": "tl.where(({0} % {1} != 0) & (({0} % {1} < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
-    "pow": "tl.where({1} == 0.0, 1.0, tl.where({0} == 1.0, 1.0, tl.where({0} < 0.0, tl.where(tl.floor({1}) == {1}, "
-           "tl.where(tl.floor({1} * 0.5) * 2.0 != {1}, -1.0, 1.0) * tl.exp2({1} * tl.log2(tl.abs({0}))), "
-           "float('nan')), tl.exp2({1} * tl.log2(tl.abs({0}))))))",
+    "pow": _POW,
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
 }
 # xpu/cuda: Triton's `/` and tl.sqrt compile to approximate instructions (div.full.f32,

@@ -217,7 +217,18 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     cdt = _out_cdt(node)
     if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
-    return b.compute("pow", (_arg(b, x, cdt, node), _arg(b, exponent, cdt, node)), node, cdt)
+    # the composition reads the base's sign bit and combines tests of both operands: blocks
+    operands = [_arg(b, v, cdt, node) for v in (x, exponent)]
+    operands = [b.compute("broadcast", (v,), node, cdt) if _is_scalar(b, v) else v for v in operands]
+    return b.compute("pow", tuple(operands), node, cdt)
+
+
+def _is_scalar(b: Any, value: int) -> bool:
+    """A value computed from constants and size symbols only (not a block of lanes)."""
+    v = b.values[value]
+    if isinstance(v, (ir.Constant, ir.SymValue)):
+        return True
+    return isinstance(v, ir.Compute) and v.op != "broadcast" and all(_is_scalar(b, a) for a in v.args)
 
 
 def _gelu(b: Any, node: torch.fx.Node, x: Any) -> int:
