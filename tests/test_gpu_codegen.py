@@ -194,18 +194,19 @@ def test_aligned_contiguous_kernels_use_128_bit_loads(name: str, fn, captured) -
 def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(captured) -> None:
     """Eager's division and sqrt are IEEE; Triton's `/` and tl.sqrt are not on cuda
     (div.full.f32, sqrt.approx.ftz.f32), which could move a floor/trunc division or a
-    remainder by one. The gpu sources use div_rn/sqrt_rn, and libdevice for the functions
-    eager takes from the C library (linked into the PTX)."""
+    remainder by one, and a compiled float % is a - trunc(a / b) * b (1.0 % 0.1 would be
+    negative). The gpu sources use div_rn/sqrt_rn, and libdevice for the functions eager
+    takes from the C library (fmod included; linked into the PTX)."""
     def fn(x, y):
         return (x / y, x.abs().sqrt(), torch.div(x, y, rounding_mode="floor"), torch.tanh(x), torch.expm1(x),
                 torch.log1p(x.abs()), torch.tan(x), x.round(), x.trunc(), x.abs().pow(y), F.gelu(x, approximate="tanh"),
-                torch.sigmoid(x), F.silu(x))
+                torch.sigmoid(x), F.silu(x), torch.fmod(x, y), torch.remainder(x, y))
 
     _run(fn, torch.randn(8, 16), torch.rand(8, 16) + 0.5)
     (kernel,) = captured
     (source,) = kernel_sources(kernel, "gpu").values()
     for call in ("tl.div_rn(", "tl.sqrt_rn(", "libdevice.tanh(", "libdevice.expm1(", "libdevice.log1p(", "libdevice.tan(",
-                 "libdevice.rint(", "libdevice.trunc(", "libdevice.pow("):
+                 "libdevice.rint(", "libdevice.trunc(", "libdevice.pow(", "libdevice.fmod("):
         assert call in source, call
     jit = triton.jit(runtime.kernel_function(kernel.name, source))
     ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]

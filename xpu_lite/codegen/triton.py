@@ -24,6 +24,7 @@ _FLOOR_HALF = "tl.floor({0} + 0.5)"
 # included) and an odd integer y, NaN for a finite negative x and a non-integer y, 1 for
 # y == 0, x == 1 and (-1) ** ±inf. {0} must be a tensor (the lowering broadcasts a scalar base).
 _SIGNBIT = "({0}.to(tl.int32, bitcast=True) < 0)"
+_REMAINDER = "tl.where(({m} != 0) & (({m} < 0) != ({1} < 0)), {m} + {1}, {m})"  # {m}: fmod(a, b)
 _ODD = "((tl.floor({1}) == {1}) & (tl.floor({1} * 0.5) * 2.0 != {1}))"
 _MAGNITUDE = "tl.exp2({1} * tl.log2(tl.abs({0})))"
 _POW = ("tl.where(({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs({1}) == float('inf'))), 1.0, "
@@ -71,8 +72,10 @@ MATH: dict[str, str] = {
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
     "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
     "signed_zero": "tl.where(" + _SIGNBIT + ", -0.0, 0.0)",  # copysign(0, x) of an fp32 tensor
-    "fmod": "{0} % {1}",  # float %: C fmod (sign of the dividend) on both targets
-    "remainder": "tl.where(({0} % {1} != 0) & (({0} % {1} < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})",
+    # float % is C's fmod under the interpreter; compiled, it is a - trunc(a / b) * b, off
+    # by b when a / b rounds up to an integer (1.0 % 0.1), so the gpu column uses libdevice
+    "fmod": "{0} % {1}",
+    "remainder": _REMAINDER.replace("{m}", "({0} % {1})"),
     "pow": _POW,
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
 }
@@ -89,7 +92,8 @@ TARGET_MATH: dict[str, dict[str, str]] = {
         "sigmoid": "tl.div_rn(1.0, 1.0 + tl.exp(-{0}))", "silu": "tl.div_rn({0}, 1.0 + tl.exp(-{0}))",
         "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
         "tan": "libdevice.tan({0})", "trunc": "libdevice.trunc({0})", "round": "libdevice.rint({0})",
-        "pow": "libdevice.pow({0}, {1})",
+        "pow": "libdevice.pow({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
+        "remainder": _REMAINDER.replace("{m}", "libdevice.fmod({0}, {1})"),
         "gelu_tanh": "0.5 * {0} * (1.0 + libdevice.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
     },
 }
