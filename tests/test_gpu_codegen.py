@@ -43,7 +43,8 @@ def _ptxas_works() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_ptxas_works() is not None, reason=str(_ptxas_works()))
+_NO_CUDA_COMPILER = _ptxas_works()
+pytestmark = pytest.mark.skipif(_NO_CUDA_COMPILER is not None, reason=str(_NO_CUDA_COMPILER))
 
 
 @pytest.fixture

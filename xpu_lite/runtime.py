@@ -5,6 +5,7 @@ on cpu; generated wrapper modules are loaded here, once per source.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import linecache
 from collections.abc import Callable
@@ -95,10 +96,16 @@ INT32_SPAN = 2**31  # a launch whose element offsets reach this indexes in int64
 
 def index_type(span: int) -> Any:
     """A launch's INDEX constexpr: tl.int32 when every element offset it computes (below
-    `span`, the largest extent of its buffers) fits, else tl.int64 (past 2**31 elements)."""
-    import triton.language as tl
+    `span`, the largest extent of its buffers) fits, else tl.int64 (past 2**31 elements).
+    Runs before every launch: the dtypes are looked up once."""
+    return _index_dtypes()[span >= INT32_SPAN]
 
-    return tl.int32 if span < INT32_SPAN else tl.int64
+
+@functools.cache
+def _index_dtypes() -> tuple[Any, Any]:
+    import triton.language as tl  # lazily: lite mode without kernels never imports triton
+
+    return tl.int32, tl.int64
 
 
 def _next_power_of_2(n: int) -> int:

@@ -31,6 +31,11 @@ _POW = ("tl.where(({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs(
         "tl.where(({0} < 0.0) & ({0} > float('-inf')) & (tl.floor({1}) != {1}), float('nan'), "
         "tl.where(" + _SIGNBIT + " & " + _ODD + ", -" + _MAGNITUDE + ", " + _MAGNITUDE + ")))")
 
+def _gelu_tanh(tanh: str) -> str:
+    """gelu's tanh approximation around a tanh template."""
+    return "0.5 * {0} * (1.0 + " + tanh.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")"
+
+
 # op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
 # targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
 # a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
@@ -68,7 +73,7 @@ MATH: dict[str, str] = {
     "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
     "elu": "tl.where({0} > 0.0, {0} * {2}, {1} * {2} * (tl.exp({0} * {3}) - 1.0))",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
-    "gelu_tanh": "0.5 * {0} * (1.0 + " + _TANH.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")",
+    "gelu_tanh": _gelu_tanh(_TANH),
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
     "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
     "signed_zero": "tl.where(" + _SIGNBIT + ", -0.0, 0.0)",  # copysign(0, x) of an fp32 tensor
@@ -94,7 +99,7 @@ TARGET_MATH: dict[str, dict[str, str]] = {
         "tan": "libdevice.tan({0})", "trunc": "libdevice.trunc({0})", "round": "libdevice.rint({0})",
         "pow": "libdevice.pow({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
         "remainder": _REMAINDER.replace("{m}", "libdevice.fmod({0}, {1})"),
-        "gelu_tanh": "0.5 * {0} * (1.0 + libdevice.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
+        "gelu_tanh": _gelu_tanh("libdevice.tanh({0})"),
     },
 }
 # the imports a kernel source of each target starts with

@@ -29,6 +29,7 @@ from ..report import COUNTERS
 from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction
 from .emitter import Emitter
 from .printer import pexpr
+from .triton import kernel_signature
 
 aten = torch.ops.aten
 
@@ -251,7 +252,7 @@ class _WrapperBuilder:
         self.constants.setdefault("_index_type", index_type)
         self.constants.setdefault("_COUNTERS", COUNTERS)
         args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
-        args += ["xnumel"] + (["rnumel"] if kernel.is_reduction else []) + [str(s) for s in kernel.size_symbols]
+        args += [name for name, kind in kernel_signature(kernel).items() if kind == "i32"]  # xnumel, rnumel, symbols
         body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
         if kernel.is_reduction:
             body.line(f"rnumel = {pexpr(kernel.rnumel)}", kernel.name)
