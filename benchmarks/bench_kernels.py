@@ -1,5 +1,6 @@
-"""Fused pointwise and view-heavy kernels (default mode, dynamic=True): kernels per graph
-and per-call time against eager, aot_eager and Inductor, side by side in one process.
+"""Fused pointwise, view-heavy and transposing (tiled) kernels (default mode, dynamic=True):
+kernels per graph and per-call time against eager, aot_eager and Inductor, side by side in
+one process.
 
     python benchmarks/bench_kernels.py [--device cpu|cuda|xpu] [--no-inductor] [--write docs/benchmarks.md]
 
@@ -38,6 +39,10 @@ def view_heavy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     a = x.permute(0, 2, 1)[:, ::2] * y.unsqueeze(1)  # strided + broadcast reads
     b = torch.sigmoid(a) + a.transpose(1, 2).transpose(1, 2)
     return (b * 2 - 1).relu()
+
+
+def nhwc_to_nchw(x: torch.Tensor) -> torch.Tensor:
+    return x.permute(0, 3, 1, 2).contiguous()  # a tiled copy: reads along C, writes along H*W
 
 
 def sync(device: torch.device) -> None:
@@ -82,6 +87,8 @@ def main() -> int:
     cases = [
         ("50-op pointwise", pointwise_chain, [(torch.randn(n * scale, device=device),) for n in (1000, 3000, 10000, 30000)]),
         ("view-heavy", view_heavy, [(torch.randn(4, 16 * m, 24, device=device), torch.randn(4, 16 * m, device=device)) for m in (1, 2, 4, 8)]),
+        ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 32 * m, 64, 128) if gpu else (2, 8 * m, 8, 16)), device=device),)
+                                             for m in (1, 2, 4, 8)]),
     ]
     backends = [("aot_eager", None), ("xpu_lite", None)] + ([] if args.no_inductor else [("inductor", None)])
     copy_bw = copy_bandwidth(device) if gpu else None

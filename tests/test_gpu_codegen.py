@@ -192,6 +192,27 @@ def test_aligned_contiguous_kernels_use_128_bit_loads(name: str, fn, captured) -
             assert "ld.global.v4." in ptx, f"{name}: {variant} loads scalars:\n{source}"
 
 
+@pytest.mark.parametrize("name,fn", [
+    ("transposing copy", lambda x: x.t().contiguous()),
+    ("nhwc to nchw", lambda x: x.view(2, 4, 4, 8).permute(0, 3, 1, 2).contiguous() * 2),
+    ("transposing copy, bf16", lambda x: x.bfloat16().t().contiguous()),
+])
+def test_tiled_transposes_load_and_store_128_bits(name: str, fn, captured) -> None:
+    """A flat kernel reading a transpose loads one scalar per lane (strided); the tiled
+    kernel loads along the read's contiguous dim and stores along the write's, both as
+    128-bit vectors, with Triton transposing each tile through shared memory."""
+    _run(fn, torch.randn(8, 32))
+    kernels = [k for k in captured if k.tile is not None]
+    assert kernels, f"{name}: not tiled"
+    for kernel in kernels:
+        (source,) = kernel_sources(kernel, "gpu").values()
+        jit = triton.jit(runtime.kernel_function(kernel.name, source))
+        ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), aligned=True).asm["ptx"]
+        assert "ld.global.v4." in ptx and "st.global.v4." in ptx, f"{name}: scalar loads or stores:\n{source}"
+        assert "st.shared" in ptx  # the tile changes layout through shared memory
+    _compile_for_cuda(kernels, index_spans=(0, 2**31))
+
+
 def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(captured) -> None:
     """Eager's division and sqrt are IEEE; Triton's `/` and tl.sqrt are not on cuda
     (div.full.f32, sqrt.approx.ftz.f32), which could move a floor/trunc division or a

@@ -238,6 +238,79 @@ def test_contiguous_of_a_transpose_is_one_copy_kernel(device: str) -> None:
     assert compiled(x).is_contiguous() and xpu_lite.counters.kernels_compiled == 1
 
 
+TILED_CASES = {
+    # name: (fn, inputs for a few sizes, the dim the reads are contiguous along)
+    "transposing copy": (lambda x: x.t().contiguous() * 2, [(37, 45), (130, 140), (3, 200)], 0),
+    "nhwc to nchw, per-channel bias": (
+        lambda x, b: x.permute(0, 3, 1, 2).contiguous() + b.view(1, -1, 1, 1), [(2, 5, 7, 3), (3, 4, 9, 20)], 1),
+}
+
+
+def _tiled_inputs(name: str, shape: tuple[int, ...], device: str, dtype: torch.dtype = torch.float32):
+    x = torch.randn(shape, device=device).to(dtype)
+    return (x,) if name == "transposing copy" else (x, torch.randn(shape[-1], device=device).to(dtype))
+
+
+@pytest.mark.parametrize("name", TILED_CASES)
+def test_transposing_kernels_are_tiled(device: str, name: str) -> None:
+    """A kernel that reads a tensor contiguous along another dim than the one it writes
+    contiguously walks 2D tiles (yindex along the read's contiguous dim), so both sides
+    can be contiguous on a GPU. One source for all sizes, tiles partly outside the tensor
+    at every edge, bitwise equal to eager (a copy, an exact * 2, one rounded add)."""
+    fn, shapes, dim = TILED_CASES[name]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for shape in shapes:
+            args = _tiled_inputs(name, shape, device)
+            assert torch.equal(compiled(*args), fn(*args))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.kernels_compiled == 1
+    (source,) = reports[0].kernels
+    assert "yindex" in source and "zindex" in source
+    reasons = {row[4] for row in reports[0].rows() if row[3] == "kernel"}
+    assert reasons == {f"in kernel_0 (2 nodes; tiled: reads contiguous along dim {dim})"}, reasons
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.bool])
+def test_tiled_transpose_of_other_dtypes(device: str, dtype: torch.dtype) -> None:
+    fn = lambda x: x.t().contiguous()  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for shape in ((9, 20), (33, 5)):
+        x = (torch.randn(shape, device=device) * 4).to(dtype)
+        assert torch.equal(compiled(x), fn(x))
+    assert xpu_lite.counters.kernels_compiled == 1
+
+
+@pytest.mark.parametrize("device_type,side", [("cpu", 128), ("cuda", 32)])
+def test_tile_shapes_follow_the_tensor(device_type: str, side: int) -> None:
+    """Tiles are powers of two of at most side**2 elements; square when both extents are
+    long, and when one is short the other grows, so a first tile is at least half used."""
+    from xpu_lite.runtime import pick_tile
+
+    for xnumel in (2, 3, 5, 31, 33, 200, 4097, 10**6):
+        for ynumel in (2, 3, 5, 31, 33, 200, 4097, 10**6):
+            xblock, yblock = pick_tile(xnumel, ynumel, device_type)
+            assert xblock & (xblock - 1) == 0 and yblock & (yblock - 1) == 0
+            assert xblock * yblock <= side * side
+            if xnumel * ynumel >= side * side:
+                assert min(xnumel, xblock) * min(ynumel, yblock) * 2 >= xblock * yblock, (xnumel, ynumel, xblock, yblock)
+    assert pick_tile(10**6, 10**6, device_type) == (side, side)
+    assert pick_tile(2, 10**6, device_type) == (2, side * side // 2)
+
+
+def test_no_tiling_where_reads_and_writes_agree(device: str) -> None:
+    """x.t() * 2: eager gives the result x.t()'s strides, so reads and writes are both
+    contiguous along dim 0 and a flat kernel serves; a contiguous chain is flat too."""
+    for fn in (lambda x: x.t() * 2, lambda x: x * 2 + 1):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+        x = torch.randn(6, 10, device=device)
+        with capture() as reports:
+            out = compiled(x)
+        assert torch.equal(out, fn(x)) and out.stride() == fn(x).stride()
+        (source,) = reports[0].kernels
+        assert "yindex" not in source
+
+
 def test_symint_scalars_are_kernel_arguments(device: str) -> None:
     def fn(x: torch.Tensor, n: int) -> torch.Tensor:
         return (x * n + x.shape[0]).relu()
@@ -270,7 +343,7 @@ def test_int64_indexing_gives_the_same_results(device: str, monkeypatch: pytest.
 
     def fn(x):
         y = x.t()[::2] * 2 + 1  # strided view, computed sizes
-        return y.sin(), torch.softmax(x, -1), x.argmax(-1), x.amin(0), x.var(-1)
+        return y.sin(), torch.softmax(x, -1), x.argmax(-1), x.amin(0), x.var(-1), x.t().contiguous() + 1  # tiled
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     for rows in (5, 9):

@@ -114,6 +114,8 @@ def compile_kernels(
         label = f"{kernel.name} ({len(group.members)} nodes)"
         if kernel.is_reduction:
             label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type)})"
+        elif kernel.tile is not None:
+            label = f"{kernel.name} ({len(group.members)} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"
         for node in group.members:
             decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=label)
     return ok, kernels, sources

@@ -67,6 +67,24 @@ def pick_block(numel: int, device_type: str) -> int:
     return next((b for b in blocks if b >= numel), blocks[-1])
 
 
+# tiled pointwise kernels (transposes): YBLOCK x XBLOCK elements, square up to _TILE_SIDE
+_TILE_SIDE = {"cpu": 128, "gpu": 32}
+
+
+def pick_tile(xnumel: int, ynumel: int, device_type: str) -> tuple[int, int]:
+    """(XBLOCK, YBLOCK) for a tiled pointwise launch: powers of two, square (32 x 32 on a
+    GPU: one shared-memory transpose per tile) unless one side is short, when the other
+    grows to keep the tile's size (a (n, 2) result is 2 x 512 tiles, not 94% masked lanes)."""
+    target = "cpu" if device_type == "cpu" else "gpu"
+    side = _TILE_SIDE[target]
+    xblock, yblock = min(side, _next_power_of_2(xnumel)), min(side, _next_power_of_2(ynumel))
+    if xblock < side:
+        yblock = min(side * side // xblock, _next_power_of_2(ynumel))
+    elif yblock < side:
+        xblock = min(side * side // yblock, _next_power_of_2(xnumel))
+    return xblock, yblock
+
+
 # reductions: the whole row in one block up to this many elements, else chunks of it
 PERSISTENT_MAX = {"cpu": 1024, "gpu": 1024}
 _TILE = {"cpu": 16384, "gpu": 4096}  # XBLOCK * RBLOCK
@@ -185,7 +203,7 @@ def kernel_function(name: str, source: str) -> Callable[..., Any]:
 # changes that default).
 GPU_LAUNCH_OPTIONS = {"enable_fp_fusion": True}
 # constexprs compile_ahead uses: the largest blocks a launch picks
-_AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"]}
+_AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"], "YBLOCK": _TILE_SIDE["gpu"]}
 
 
 def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0, aligned: bool = False) -> Any:
@@ -203,5 +221,7 @@ def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_spa
     constexprs = {name: ahead[name] for name, kind in signature.items() if kind == "constexpr"}
     if "RBLOCK" in constexprs:  # a reduction: XBLOCK rows of RBLOCK, as pick_reduction tiles
         constexprs["XBLOCK"] = max(1, _TILE["gpu"] // constexprs["RBLOCK"])
+    if "YBLOCK" in constexprs:  # a tiled pointwise kernel: square tiles, as pick_tile picks
+        constexprs["XBLOCK"] = _TILE_SIDE["gpu"]
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if aligned and kind != "constexpr"}
     return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=dict(GPU_LAUNCH_OPTIONS))

@@ -135,12 +135,15 @@ def kernel_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
 
 def kernel_signature(kernel: ir.Kernel) -> dict[str, str]:
     """{argument: Triton signature type}, in the order the wrapper passes them: buffers,
-    xnumel (and rnumel), size symbols, then the constexprs: block sizes and INDEX, the
-    index dtype (tl.int32, or tl.int64 when a launch indexes past 2**31 elements)."""
+    xnumel (and rnumel, or a tile's ynumel), size symbols, then the constexprs: block sizes
+    and INDEX, the index dtype (tl.int32, or tl.int64 when a launch indexes past 2**31
+    elements)."""
+    second = "rnumel" if kernel.is_reduction else "ynumel" if kernel.tile is not None else None
     sig = {b.name: "*" + SIGNATURE_DTYPE[b.dtype] for b in (*kernel.inputs, *kernel.outputs)}
-    sig.update({name: "i32" for name in ["xnumel", "rnumel"][: 1 + kernel.is_reduction]})
+    sig.update({name: "i32" for name in ["xnumel", second] if name})
     sig.update({str(s): "i32" for s in kernel.size_symbols})
-    sig.update({name: "constexpr" for name in ["XBLOCK", "RBLOCK"][: 1 + kernel.is_reduction] + ["INDEX"]})
+    blocks = ["XBLOCK", {"rnumel": "RBLOCK", "ynumel": "YBLOCK", None: None}[second]]
+    sig.update({name: "constexpr" for name in [*blocks, "INDEX"] if name})
     return sig
 
 
@@ -158,12 +161,22 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     out.line()
     out.line(f"def {kernel.name}({parameters(kernel)}):")
     with out.indent():
-        out.line("xindex = tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK)")
-        out.line("xmask = xindex < xnumel")
+        if kernel.tile is None:
+            out.line("xindex = tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK)")
+            out.line("xmask = xindex < xnumel")
+        else:  # one YBLOCK x XBLOCK tile per program, x tiles fastest, then y tiles, then z
+            out.line("pid = tl.program_id(0).to(INDEX)")
+            out.line("xtiles = (xnumel + XBLOCK - 1) // XBLOCK")
+            out.line("ytiles = (ynumel + YBLOCK - 1) // YBLOCK")
+            out.line("xindex = pid % xtiles * XBLOCK + tl.arange(0, XBLOCK)[None, :].to(INDEX)")
+            out.line("yindex = pid // xtiles % ytiles * YBLOCK + tl.arange(0, YBLOCK)[:, None].to(INDEX)")
+            out.line("zindex = pid // (xtiles * ytiles)", f"dims before {kernel.tile.dim}: one position per program")
+            out.line("xmask = (yindex < ynumel) & (xindex < xnumel)")
         used = used_values(kernel)
+        block = "[XBLOCK]" if kernel.tile is None else "[YBLOCK, XBLOCK]"
         for i, value in enumerate(kernel.values):
             if i in used:
-                out.line(f"tmp{i} = {_value(value, table)}", comment(value))
+                out.line(f"tmp{i} = {_value(value, table, block)}", comment(value))
         for store in kernel.stores:
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
             out.line(f"tl.store({store.buffer} + ({pexpr(store.index)}), {stored_value(f'tmp{store.value}', buf.dtype, target)}, mask=xmask)")
@@ -196,13 +209,15 @@ def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
     return f"{value}.to({TL_DTYPE[dtype]})"
 
 
-def _value(value: ir.Value, table: dict[str, str]) -> str:
+def _value(value: ir.Value, table: dict[str, str], block: str) -> str:
     if isinstance(value, ir.Load):
         index = pexpr(value.index)
-        if ir.XINDEX not in value.index.free_symbols:  # a broadcast scalar: still one pointer per lane
-            index = f"{index} + 0 * xindex"
+        lanes = [ir.XINDEX] if block == "[XBLOCK]" else [ir.YINDEX, ir.XINDEX]
+        for lane in lanes:  # broadcast along a lane axis: still one pointer per lane
+            if lane not in value.index.free_symbols:
+                index = f"{index} + 0 * {lane}"
         return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({TL_DTYPE[value.dtype]})"
-    return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, "[XBLOCK]")
+    return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
 
 
 def scalar_or_compute(value: ir.Value, args: list[str], table: dict[str, str], block: str) -> str:

@@ -26,7 +26,7 @@ from ..lowering import Decision, DecisionKind, LoweringError, ir
 from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.fusion import Group
 from ..report import COUNTERS
-from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction
+from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
 from .emitter import Emitter
 from .printer import pexpr
 from .triton import kernel_signature
@@ -253,7 +253,12 @@ class _WrapperBuilder:
         self.constants.setdefault("_COUNTERS", COUNTERS)
         args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
         args += [name for name, kind in kernel_signature(kernel).items() if kind == "i32"]  # xnumel, rnumel, symbols
-        body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
+        tile = kernel.tile
+        if tile is None:
+            body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
+        else:
+            for name, size in (("znumel", tile.znumel), ("ynumel", tile.ynumel), ("xnumel", tile.xnumel)):
+                body.line(f"{name} = {pexpr(size)}", f"{kernel.name}: tiled over dim {tile.dim}")
         if kernel.is_reduction:
             body.line(f"rnumel = {pexpr(kernel.rnumel)}", kernel.name)
             if any(isinstance(v, ir.Reduce) and v.op in NEEDS_ELEMENTS for v in kernel.values):
@@ -264,7 +269,7 @@ class _WrapperBuilder:
         options = ", INDEX=index" + ("" if self.device_type == "cpu" else "".join(f", {k}={v!r}" for k, v in GPU_LAUNCH_OPTIONS.items()))
         guard = not kernel.numel.is_number  # a symbolic size may be 0 at run time: launch nothing then
         if guard:
-            body.line("if xnumel > 0:", kernel.name)
+            body.line("if xnumel > 0:" if tile is None else "if znumel * ynumel * xnumel > 0:", kernel.name)
         with body.indent() if guard else contextlib.nullcontext():
             spans = sorted({pexpr(e) for e in {b.extent() for b in (*kernel.inputs, *kernel.outputs)} | {kernel.numel}})
             span = f"max({', '.join(spans)})" if len(spans) > 1 else spans[0]
@@ -277,10 +282,17 @@ class _WrapperBuilder:
                 body.line(f"kernel = {kernel.name}_persistent if persistent else {kernel.name}_looped", kernel.name)
                 body.line(f"kernel[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, RBLOCK=rblock{options})", label)
                 body.line("_COUNTERS.count_reduction(persistent)", kernel.name)
-            else:
+            elif tile is None:
                 self.constants[kernel.name] = self.kernels[kernel.name]
                 body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
                 body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock{options})", label)
+                body.line("_COUNTERS.kernel_launches += 1", kernel.name)
+            else:
+                self.constants[kernel.name] = self.kernels[kernel.name]
+                self.constants.setdefault("_pick_tile", pick_tile)
+                body.line(f"xblock, yblock = _pick_tile(xnumel, ynumel, {self.device_type!r})", kernel.name)
+                grid = "(xnumel + xblock - 1) // xblock * ((ynumel + yblock - 1) // yblock) * znumel"
+                body.line(f"{kernel.name}[({grid},)]({', '.join(args)}, XBLOCK=xblock, YBLOCK=yblock{options})", label)
                 body.line("_COUNTERS.kernel_launches += 1", kernel.name)
 
     def _emit_assert(self, body: Emitter, node: torch.fx.Node, var: str) -> None:

@@ -216,9 +216,70 @@ def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
     return offset
 
 
+def _space_strides(space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
+                   strides: tuple[sympy.Expr, ...]) -> list[sympy.Expr]:
+    """A tensor's stride along each dim of the space it is broadcast (aligned right) to; 0
+    where it broadcasts."""
+    rank = len(space_sizes)
+    eff: list[sympy.Expr] = [sympy.Integer(0)] * rank
+    for d, (size, stride) in enumerate(zip(sizes, strides)):
+        out_dim = rank - len(sizes) + d
+        if not (size == 1 and space_sizes[out_dim] != 1):
+            eff[out_dim] = stride
+    return eff
+
+
+def _flat(eff: list[sympy.Expr], space_sizes: tuple[sympy.Expr, ...], dims: list[int]) -> bool:
+    """Whether dims (in order, size-1 dims skipped) are laid out row-major, so their flat
+    position times the last one's stride is the offset."""
+    live = [d for d in dims if space_sizes[d] != 1]
+    return all(sympy.expand(eff[a] - eff[b] * space_sizes[b]) == 0 for a, b in zip(live, live[1:]))
+
+
+def choose_tile(space: Space, reads: list[tuple[tuple[sympy.Expr, ...], tuple[sympy.Expr, ...]]],
+                writes: list[tuple[tuple[sympy.Expr, ...], tuple[sympy.Expr, ...]]]) -> ir.Tile | None:
+    """Tile a pointwise space when some tensor it reads is contiguous along a dim `u` other
+    than the last (a transpose) while everything it writes is row-major over the dims after
+    `u` with unit stride at the end: yindex then walks u, xindex the dims after it, and both
+    the transposed loads and the stores are contiguous. (sizes, strides) of each tensor."""
+    sizes = space.sizes
+    live = [d for d in range(len(sizes)) if sizes[d] != 1]
+    if space.rdims or len(live) < 2:
+        return None
+    written = [_space_strides(sizes, *w) for w in writes]
+    for read in reads:
+        eff = _space_strides(sizes, *read)
+        unit = [d for d in live if eff[d] == 1]
+        if not unit or unit[0] == live[-1]:
+            continue
+        u = unit[0]
+        after = [d for d in live if d > u]
+        if all(w[after[-1]] == 1 and w[u] != 1 and _flat(w, sizes, after) for w in written):
+            return ir.Tile(u, sympy.Mul(*sizes[:u]), sizes[u], sympy.Mul(*sizes[u + 1:]))
+    return None
+
+
+def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
+                strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
+    """Memory offset of element (zindex, yindex, xindex) of a tiled space for a tensor with
+    `sizes`/`strides` broadcast to it. Dims after the tile's are one flat xindex where the
+    tensor lays them out row-major (no div/mod, so Triton sees the contiguity)."""
+    eff = _space_strides(space_sizes, sizes, strides)
+    u = tile.dim
+    z = flat_coords(ir.ZINDEX, space_sizes[:u]) if u else ()
+    offset = sum((c * eff[d] for d, c in enumerate(z)), sympy.Integer(0)) + ir.YINDEX * eff[u]
+    after = list(range(u + 1, len(space_sizes)))
+    live = [d for d in after if space_sizes[d] != 1]
+    if _flat(eff, space_sizes, after):
+        return offset + (ir.XINDEX * eff[live[-1]] if live else 0)
+    x = flat_coords(ir.XINDEX, space_sizes[u + 1:])
+    return offset + sum((c * eff[d] for d, c in zip(after, x)), sympy.Integer(0))
+
+
 class KernelBuilder:
-    def __init__(self, space: Space) -> None:
+    def __init__(self, space: Space, tile: ir.Tile | None = None) -> None:
         self.space = space
+        self.tile = tile
         self.values: list[ir.Value] = []
         self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
         self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
@@ -229,6 +290,13 @@ class KernelBuilder:
         if not self.space.rdims:
             return None
         return space_coords(self.space) if shape == self.space.sizes else flat_coords(ir.XINDEX, shape)
+
+    def index(self, at: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
+        """Offset of the current element of a value of shape `at` in a tensor with
+        `sizes`/`strides` broadcast to it."""
+        if self.tile is not None and at == self.space.sizes:
+            return tiled_index(self.tile, at, sizes, strides)
+        return index_expr(at, sizes, strides, self.coords(at))
 
     def _add(self, value: ir.Value) -> int:
         self.values.append(value)
@@ -244,7 +312,7 @@ class KernelBuilder:
             if root not in self.inputs:
                 self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
             offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
-            index = index_expr(at, sizes, strides, self.coords(at)) + offset
+            index = self.index(at, sizes, strides) + offset
             self.loaded[(node, at)] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
         return self.loaded[(node, at)]
 
@@ -278,9 +346,10 @@ class KernelBuilder:
 
 
 def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
-    builder = KernelBuilder(space)
-    value_of: dict[torch.fx.Node, Any] = {}
     member_set = set(members)
+    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
+    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view))
+    value_of: dict[torch.fx.Node, Any] = {}
     for node in members:
         if node.target is operator.getitem:  # one result of a multi-output reduction
             value_of[node] = value_of[node.args[0]][node.args[1]]
@@ -300,18 +369,32 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
             else:
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)
-    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
     outputs, stores = [], []
     for i, node in enumerate(stored):
         val = node.meta["val"]
         shape = _sizes(node)
         buf = ir.Buffer(f"out_ptr{i}", val.dtype, shape, _strides(val))
         outputs.append(buf)
-        stores.append(ir.Store(buf.name, index_expr(shape, shape, buf.strides, builder.coords(shape)), value_of[node]))
+        stores.append(ir.Store(buf.name, builder.index(shape, shape, buf.strides), value_of[node]))
     kept = [s for d, s in enumerate(space.sizes) if d not in space.rdims]
     rnumel = sympy.Mul(*(space.sizes[d] for d in space.rdims)) if space.rdims else None
     kernel = ir.Kernel(
         name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
-        tuple(n.name for n in members), rnumel,
+        tuple(n.name for n in members), rnumel, builder.tile,
     )
     return Group(ir.verify(kernel), tuple(members), tuple(stored), tuple(builder.inputs))
+
+
+def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],
+          is_view: Any) -> ir.Tile | None:
+    """choose_tile over what a pointwise group loads from outside and what it stores."""
+    if space.rdims or any(_sizes(n) != space.sizes for n in stored):
+        return None
+    reads = []
+    for node in members:
+        for arg in node.all_input_nodes:
+            val = arg.meta.get("val")
+            if arg not in member_set and view_root(arg, is_view) not in member_set and isinstance(val, torch.Tensor):
+                reads.append((_sizes(arg), _strides(val)))
+    writes = [(_sizes(n), _strides(n.meta["val"])) for n in stored]
+    return choose_tile(space, reads, writes) if reads and writes else None

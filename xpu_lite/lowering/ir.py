@@ -1,6 +1,7 @@
 """A small frozen IR for kernels, with sympy sizes and index expressions.
 
-A pointwise Kernel walks a flat iteration space of `numel` elements (xindex). A reduction
+A pointwise Kernel walks a flat iteration space of `numel` elements (xindex), or, when
+tiled, (zindex, yindex, xindex) tiles of it (see Tile). A reduction
 Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced elements
 (rindex): values whose index involves rindex are per element, Reduce values are per row.
 Each Load reads a buffer at an index expression of xindex, rindex and the size symbols;
@@ -16,6 +17,9 @@ import torch
 
 XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
 RINDEX = sympy.Symbol("rindex", integer=True, nonnegative=True)
+YINDEX = sympy.Symbol("yindex", integer=True, nonnegative=True)
+ZINDEX = sympy.Symbol("zindex", integer=True, nonnegative=True)
+INDEX_SYMBOLS = frozenset({XINDEX, RINDEX, YINDEX, ZINDEX})
 
 
 class Ref(int):
@@ -105,6 +109,20 @@ Value = Load | Constant | SymValue | Compute | Reduce
 
 
 @dataclasses.dataclass(frozen=True)
+class Tile:
+    """A pointwise kernel over a space whose reads are contiguous along a dim `dim` other
+    than the last (a transpose): each program covers a YBLOCK x XBLOCK tile, yindex walking
+    that dim, xindex the dims after it (flattened), and zindex (one per program) the dims
+    before it, so loads and stores can both be contiguous (Triton transposes the tile
+    through shared memory)."""
+
+    dim: int
+    znumel: sympy.Expr
+    ynumel: sympy.Expr
+    xnumel: sympy.Expr
+
+
+@dataclasses.dataclass(frozen=True)
 class Kernel:
     name: str
     numel: sympy.Expr
@@ -114,6 +132,7 @@ class Kernel:
     stores: tuple[Store, ...]
     nodes: tuple[str, ...]  # FX nodes fused into this kernel
     rnumel: sympy.Expr | None = None  # reduced extent per row; None for a pointwise kernel
+    tile: Tile | None = None  # pointwise kernels only: walked in 2D tiles
 
     @property
     def is_reduction(self) -> bool:
@@ -125,7 +144,9 @@ class Kernel:
         exprs += [v.expr for v in self.values if isinstance(v, SymValue)]
         if self.rnumel is not None:
             exprs.append(self.rnumel)
-        free = set().union(*(e.free_symbols for e in exprs)) - {XINDEX, RINDEX}
+        if self.tile is not None:
+            exprs += [self.tile.ynumel, self.tile.xnumel]
+        free = set().union(*(e.free_symbols for e in exprs)) - INDEX_SYMBOLS
         return tuple(sorted(free, key=str))
 
 
@@ -153,9 +174,13 @@ def verify(kernel: Kernel) -> Kernel:
                 raise IRError(f"{kernel.name}: node {value.node} reduction {value.op} ({value.dtype}) is malformed")
         if isinstance(value, Load) and not kernel.is_reduction and RINDEX in value.index.free_symbols:
             raise IRError(f"{kernel.name}: value {i} indexes with rindex in a pointwise kernel")
+        if isinstance(value, Load) and kernel.tile is None and value.index.free_symbols & {YINDEX, ZINDEX}:
+            raise IRError(f"{kernel.name}: value {i} indexes with yindex/zindex in an untiled kernel")
     for store in kernel.stores:
         if store.buffer not in buffers or not 0 <= store.value < len(kernel.values):
             raise IRError(f"{kernel.name}: bad store to {store.buffer!r}")
     if not kernel.stores:
         raise IRError(f"{kernel.name}: stores nothing")
+    if kernel.tile is not None and kernel.is_reduction:
+        raise IRError(f"{kernel.name}: a reduction kernel cannot be tiled")
     return kernel
