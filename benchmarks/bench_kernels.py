@@ -87,7 +87,7 @@ def main() -> int:
     cases = [
         ("50-op pointwise", pointwise_chain, [(torch.randn(n * scale, device=device),) for n in (1000, 3000, 10000, 30000)]),
         ("view-heavy", view_heavy, [(torch.randn(4, 16 * m, 24, device=device), torch.randn(4, 16 * m, device=device)) for m in (1, 2, 4, 8)]),
-        ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 32 * m, 64, 128) if gpu else (2, 8 * m, 8, 16)), device=device),)
+        ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 24 * m, 64, 128) if gpu else (3, 12 * m, 10, 20)), device=device),)
                                              for m in (1, 2, 4, 8)]),
     ]
     backends = [("aot_eager", None), ("xpu_lite", None)] + ([] if args.no_inductor else [("inductor", None)])

@@ -311,6 +311,23 @@ def test_no_tiling_where_reads_and_writes_agree(device: str) -> None:
         assert "yindex" not in source
 
 
+def test_a_returned_constant_is_written_once_inside_its_buffer(device: str) -> None:
+    """A 0-dim constant fused into a kernel over n elements and also returned: one lane
+    stores it at offset 0 (it was stored at xindex, n writes into a 1-element buffer)."""
+    def fn(x):
+        c = torch.full([], 2.0, device=x.device)
+        return x * 3 + c, c
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4099, 70000):
+            x = torch.randn(n, device=device)
+            for actual, expected in zip(compiled(x), fn(x), strict=True):
+                assert torch.equal(actual, expected)
+    (source,) = reports[0].kernels
+    assert "tl.store(out_ptr0 + (0 * xindex), tmp1.to(tl.float32), mask=xmask & (xindex == 0))" in source, source
+
+
 def test_symint_scalars_are_kernel_arguments(device: str) -> None:
     def fn(x: torch.Tensor, n: int) -> torch.Tensor:
         return (x * n + x.shape[0]).relu()

@@ -179,7 +179,10 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
                 out.line(f"tmp{i} = {_value(value, table, block)}", comment(value))
         for store in kernel.stores:
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
-            out.line(f"tl.store({store.buffer} + ({pexpr(store.index)}), {stored_value(f'tmp{store.value}', buf.dtype, target)}, mask=xmask)")
+            index, mask = pexpr(store.index), "xmask"
+            if not store.index.free_symbols & {ir.XINDEX, ir.YINDEX}:  # a 0-dim result (a constant): lane 0 writes it
+                index, mask = ("" if index == "0" else f"{index} + ") + "0 * xindex", "xmask & (xindex == 0)"
+            out.line(f"tl.store({store.buffer} + ({index}), {stored_value(f'tmp{store.value}', buf.dtype, target)}, mask={mask})")
     return out.text()
 
 

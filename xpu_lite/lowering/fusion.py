@@ -202,6 +202,8 @@ def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
                coords: tuple[sympy.Expr, ...] | None = None) -> sympy.Expr:
     """Memory offset of the element at `coords` (default: flat position xindex) of
     `out_sizes`, for a tensor with `sizes`/`strides` broadcast (aligned right) to it."""
+    if not out_sizes:
+        return sympy.Integer(0)  # a 0-dim value: its one element, whatever the kernel's position
     if coords is None:
         if sizes == out_sizes and strides == contiguous_strides(out_sizes):
             return ir.XINDEX
