@@ -21,8 +21,8 @@ import torch
 
 from ..lowering import ir
 from .emitter import Emitter
-from .printer import pexpr
-from .triton import TARGET_IMPORTS, TL_DTYPE, comment, math_table, parameters, scalar_or_compute, stored_value, used_values
+from .triton import (TARGET_IMPORTS, TL_DTYPE, comment, lane_index, math_table, parameters, scalar_or_compute, stored_value,
+                     used_values)
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
@@ -177,9 +177,7 @@ class _Source:
     def _emit(self, i: int, name: str) -> None:
         value = self.k.values[i]
         if isinstance(value, ir.Load):
-            index = pexpr(value.index)
-            if ir.XINDEX not in value.index.free_symbols:
-                index = f"{index} + 0 * xindex"
+            index = lane_index(value.index, (ir.XINDEX,))
             mask = "mask" if self.level[i] == _ELEMENT else "xmask"
             text = f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
         else:
@@ -264,9 +262,7 @@ class _Source:
 
     def _store(self, store: ir.Store) -> None:
         buf = next(b for b in self.k.outputs if b.name == store.buffer)
-        index = pexpr(store.index)
-        if ir.XINDEX not in store.index.free_symbols:
-            index = f"{index} + 0 * xindex"
+        index = lane_index(store.index, (ir.XINDEX,))
         element = ir.RINDEX in store.index.free_symbols
         value = self.names[store.value]
         self.out.line(f"tl.store({store.buffer} + ({index}), {stored_value(value, buf.dtype, self.target)}, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import sympy
 import torch
 
 from ..lowering import ir
@@ -138,12 +139,15 @@ def kernel_signature(kernel: ir.Kernel) -> dict[str, str]:
     xnumel (and rnumel, or a tile's ynumel), size symbols, then the constexprs: block sizes
     and INDEX, the index dtype (tl.int32, or tl.int64 when a launch indexes past 2**31
     elements)."""
-    second = "rnumel" if kernel.is_reduction else "ynumel" if kernel.tile is not None else None
+    numels, blocks = ["xnumel"], ["XBLOCK"]
+    if kernel.is_reduction:
+        numels, blocks = ["xnumel", "rnumel"], ["XBLOCK", "RBLOCK"]
+    elif kernel.tile is not None:
+        numels, blocks = ["xnumel", "ynumel"], ["XBLOCK", "YBLOCK"]
     sig = {b.name: "*" + SIGNATURE_DTYPE[b.dtype] for b in (*kernel.inputs, *kernel.outputs)}
-    sig.update({name: "i32" for name in ["xnumel", second] if name})
+    sig.update({name: "i32" for name in numels})
     sig.update({str(s): "i32" for s in kernel.size_symbols})
-    blocks = ["XBLOCK", {"rnumel": "RBLOCK", "ynumel": "YBLOCK", None: None}[second]]
-    sig.update({name: "constexpr" for name in [*blocks, "INDEX"] if name})
+    sig.update({name: "constexpr" for name in [*blocks, "INDEX"]})
     return sig
 
 
@@ -173,16 +177,16 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
             out.line("zindex = pid // (xtiles * ytiles)", f"dims before {kernel.tile.dim}: one position per program")
             out.line("xmask = (yindex < ynumel) & (xindex < xnumel)")
         used = used_values(kernel)
-        block = "[XBLOCK]" if kernel.tile is None else "[YBLOCK, XBLOCK]"
+        lanes = (ir.XINDEX,) if kernel.tile is None else (ir.YINDEX, ir.XINDEX)
         for i, value in enumerate(kernel.values):
             if i in used:
-                out.line(f"tmp{i} = {_value(value, table, block)}", comment(value))
+                out.line(f"tmp{i} = {_value(value, table, lanes)}", comment(value))
         for store in kernel.stores:
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
-            index, mask = pexpr(store.index), "xmask"
-            if not store.index.free_symbols & {ir.XINDEX, ir.YINDEX}:  # a 0-dim result (a constant): lane 0 writes it
-                index, mask = ("" if index == "0" else f"{index} + ") + "0 * xindex", "xmask & (xindex == 0)"
-            out.line(f"tl.store({store.buffer} + ({index}), {stored_value(f'tmp{store.value}', buf.dtype, target)}, mask={mask})")
+            # a 0-dim result (a constant) is written once, by lane 0 (a tiled kernel stores none)
+            mask = "xmask" if ir.XINDEX in store.index.free_symbols else "xmask & (xindex == 0)"
+            value = stored_value(f"tmp{store.value}", buf.dtype, target)
+            out.line(f"tl.store({store.buffer} + ({lane_index(store.index, lanes)}), {value}, mask={mask})")
     return out.text()
 
 
@@ -212,14 +216,19 @@ def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
     return f"{value}.to({TL_DTYPE[dtype]})"
 
 
-def _value(value: ir.Value, table: dict[str, str], block: str) -> str:
+def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:
+    """Text of a load or store offset with one pointer per lane: a lane axis (xindex,
+    yindex) the offset does not vary along is added as `0 * lane` (a broadcast read)."""
+    terms = [] if index == 0 else [pexpr(index)]
+    terms += [f"0 * {lane}" for lane in lanes if lane not in index.free_symbols]
+    return " + ".join(terms)
+
+
+def _value(value: ir.Value, table: dict[str, str], lanes: tuple[sympy.Symbol, ...]) -> str:
     if isinstance(value, ir.Load):
-        index = pexpr(value.index)
-        lanes = [ir.XINDEX] if block == "[XBLOCK]" else [ir.YINDEX, ir.XINDEX]
-        for lane in lanes:  # broadcast along a lane axis: still one pointer per lane
-            if lane not in value.index.free_symbols:
-                index = f"{index} + 0 * {lane}"
+        index = lane_index(value.index, lanes)
         return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({TL_DTYPE[value.dtype]})"
+    block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
     return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
 
 

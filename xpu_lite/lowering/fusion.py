@@ -208,14 +208,7 @@ def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
         if sizes == out_sizes and strides == contiguous_strides(out_sizes):
             return ir.XINDEX
         coords = flat_coords(ir.XINDEX, out_sizes)
-    rank = len(out_sizes)
-    offset: sympy.Expr = sympy.Integer(0)
-    for d, (size, stride) in enumerate(zip(sizes, strides)):
-        out_dim = rank - len(sizes) + d
-        if size == 1 and out_sizes[out_dim] != 1:
-            continue  # broadcast dim
-        offset = offset + coords[out_dim] * stride
-    return offset
+    return sum((c * s for c, s in zip(coords, _space_strides(out_sizes, sizes, strides))), sympy.Integer(0))
 
 
 def _space_strides(space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
