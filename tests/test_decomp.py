@@ -138,3 +138,26 @@ def test_lite_mode_model_is_bitwise_equal_in_training() -> None:
     model(x).square().sum().backward()
     for g, e in zip(got, (p.grad for p in model.parameters())):
         assert_bitwise(g, e)
+
+
+def test_first_call_of_a_kept_linalg_op_is_bitwise_equal() -> None:
+    # AOTAutograd runs a graph's first call under its custom-op aliasing check, a dispatch
+    # mode; under any mode eigvalsh's composite body also computes eigenvectors (other bits).
+    x = torch.randn(6, 6)
+    for fn in (torch.linalg.eigvalsh, torch.linalg.svdvals):
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda a: fn(a), backend="xpu_lite", mode="lite")
+        assert_bitwise(compiled(x), fn(x))
+
+
+_alias_lib = torch.library.Library("xpu_lite_test", "DEF")
+_alias_lib.define("alias(Tensor x) -> Tensor")  # declared functional, returns its input
+_alias_lib.impl("alias", lambda x: x, "CompositeExplicitAutograd")
+_alias_lib.impl("alias", lambda x: torch.empty_like(x), "Meta")
+
+
+def test_custom_op_aliasing_check_still_runs_for_graphs_with_custom_ops() -> None:
+    compiled = torch.compile(lambda x: torch.ops.xpu_lite_test.alias(x) + 1, backend="xpu_lite", mode="lite")
+    with torch._functorch.config.patch(error_on_custom_op_aliasing=False):
+        with pytest.warns(UserWarning, match="xpu_lite_test::alias.*must not also be an input"):
+            compiled(torch.randn(3))

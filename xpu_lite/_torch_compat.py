@@ -13,7 +13,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx.traceback as fx_traceback
-from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
@@ -95,14 +95,16 @@ def override_cia_kernels(
     tells make_fx and FakeTensorMode to keep the op as one node (the torch.export
     mechanism, `_override_composite_implicit_decomp`); the autograd kernel decides what
     happens above autograd. Backend keys and the fake rule keep the original composite body
-    so that running the op (fake propagation, constants) still works. Everything is
-    restored on exit. Needs `enable_python_dispatcher()` around the trace.
+    so that running the op (fake propagation, constants) still works; where FakeTensorMode
+    would use the op's Python reference and that reference fails, the body is used too.
+    Everything is restored on exit. Needs `enable_python_dispatcher()` around the trace.
     """
     types = sorted({*device_types, "cpu", "meta"})
     autograd_keys = [_AUTOGRAD_KEY[t] for t in types if t in _AUTOGRAD_KEY]
     backend_keys = [_BACKEND_KEY[t] for t in types if t in _BACKEND_KEY]
     saved: dict[torch._ops.OpOverload, dict[Any, Any]] = {}
     fake_rules: list[torch._ops.OpOverload] = []
+    refs: dict[torch._ops.OpOverload, Callable[..., Any]] = {}
     try:
         for op, (autograd_kernel, cia_kernel) in kernels.items():
             original = cia_decomposition(op)
@@ -116,8 +118,12 @@ def override_cia_kernels(
             if op not in fake_impls.op_implementations_dict:
                 fake_impls.op_implementations_dict[op] = _fake_rule(original)
                 fake_rules.append(op)
+            if op in decomposition_table:
+                refs[op] = decomposition_table[op]
+                decomposition_table[op] = _ref_or_body(refs[op], original)
         yield
     finally:
+        decomposition_table.update(refs)
         for op, table in saved.items():
             op.py_kernels.clear()
             op.py_kernels.update(table)
@@ -136,12 +142,60 @@ def _fake_rule(original: Callable[..., Any]) -> Callable[..., Any]:
     return rule
 
 
+def _ref_or_body(ref: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    # With symbolic sizes FakeTensorMode propagates a kept CIA op through its Python
+    # reference (torch._decomp.decomposition_table) before any fake rule. A few refs do not
+    # accept what the aten op accepts (hinge_embedding_loss wants reduction as a string;
+    # nll_loss indexes with a 0-dim target, a data-dependent item()): then the op's own
+    # composite body, which is what eager runs, computes the metadata.
+    def ref_or_body(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return ref(*args, **kwargs)
+        except torch._dynamo.exc.TorchDynamoException:
+            raise  # Dynamo's control flow (restart analysis), not a failure of the ref
+        except (RuntimeError, ValueError, TypeError, NotImplementedError):
+            return original(*args, **kwargs)
+
+    return ref_or_body
+
+
 def fake_tensor_device(example_inputs: Iterable[Any]) -> str:
     """Device type of the graph: the first tensor input's, else cpu."""
     for value in example_inputs:
         if isinstance(value, torch.Tensor):
             return value.device.type
     return "cpu"
+
+
+def is_custom_op(target: Any) -> bool:
+    """An op outside aten/prims: what AOTAutograd's first-call aliasing check looks at."""
+    return isinstance(target, torch._ops.OpOverload) and not torch._library.utils.is_builtin(target)
+
+
+def outside_aliasing_check(call: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+    """Run a compiled graph's first call outside AOTAutograd's custom-op aliasing check.
+
+    AOTAutograd runs the first call of every compiled graph under a TorchDispatchMode that
+    checks custom ops for aliasing (functorch config `check_custom_op_aliasing`). While any
+    dispatch mode is active, CompositeImplicitAutograd bodies take their tensor-subclass
+    branches (`isTensorSubclassLike` is true), so a kept CIA op computes differently from
+    eager on that call: linalg_eigvalsh and linalg_svdvals compute eigen/singular vectors
+    too and round differently. For a graph without custom ops the check has nothing to do;
+    its mode is popped for the call. A user's own dispatch mode below it stays active.
+    """
+    from torch._functorch._aot_autograd.runtime_wrappers import _AnalyzeCustomOpInputOutputMode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
+
+    modes = torch._C._len_torch_dispatch_stack
+
+    def call_outside_aliasing_check(args: list[Any]) -> Any:
+        if modes() and isinstance(_get_current_dispatch_mode(), _AnalyzeCustomOpInputOutputMode):
+            with _pop_mode_temporarily():
+                return call(args)
+        return call(args)
+
+    call_outside_aliasing_check._boxed_call = True  # type: ignore[attr-defined]
+    return call_outside_aliasing_check
 
 
 def orig_callable(fn: Any) -> Any:
