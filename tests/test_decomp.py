@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import xpu_lite
 from tests.conftest import assert_bitwise
 from xpu_lite.config import parse_config
-from xpu_lite.decomp import build_plan, policy
+from xpu_lite.decomp import build_plan, policy, recompose
 from xpu_lite.lowering import DecisionKind, FallbackKind
 
 aten = torch.ops.aten
@@ -161,3 +161,51 @@ def test_custom_op_aliasing_check_still_runs_for_graphs_with_custom_ops() -> Non
     with torch._functorch.config.patch(error_on_custom_op_aliasing=False):
         with pytest.warns(UserWarning, match="xpu_lite_test::alias.*must not also be an input"):
             compiled(torch.randn(3))
+
+
+def _optimizer_like(x, a, b, y, t1, t2, z):
+    r = torch.addcdiv(x, a, b, value=3.14)  # Dynamo: add(x, mul(div(a, b), 3.14))
+    u = torch.add(x, torch.mul(torch.div(a, b), 3.14))  # written out by the user: stays so
+    y.addcmul_(t1, t2, value=0.5)  # Dynamo: y.copy_(prims.fma(mul(t1, t2), 0.5, y))
+    z.addcdiv_(t1, t2, value=-0.7)
+    return r, u
+
+
+def _optimizer_args() -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    args = [torch.randn(64) for _ in range(7)]
+    args[2], args[5] = args[2].abs() + 0.5, args[5].abs() + 0.5
+    return args
+
+
+def test_dynamo_decompositions_are_undone_in_lite_mode(tmp_path) -> None:
+    eager_args, compiled_args = _optimizer_args(), _optimizer_args()
+    expected = _optimizer_like(*eager_args)
+    compiled = torch.compile(
+        _optimizer_like, backend="xpu_lite", dynamic=True, options={"mode": "lite", "debug_dir": str(tmp_path)}
+    )
+    result, (source,) = xpu_lite.run_and_get_code(compiled, *compiled_args)
+    assert_bitwise(list(result), list(expected))
+    assert_bitwise(compiled_args, eager_args)  # the in-place updates too
+    assert "torch.ops.aten.addcdiv.default(arg1, arg2, arg3, value=3.14)" in source
+    assert "torch.ops.aten.addcmul.default(" in source and "fma" not in source
+    assert "torch.ops.aten.div.Tensor(arg2, arg3)" in source  # the user's own chain
+    (log,) = tmp_path.glob("graph_*/recomposed.txt")
+    assert len(log.read_text().splitlines()) == 3
+
+
+def test_dynamo_decompositions_stay_in_regions_and_default_mode() -> None:
+    graphs = []
+
+    def capture_graph(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    def in_region(*args):
+        with xpu_lite.compile_region():
+            return _optimizer_like(*args)
+
+    torch.compile(in_region, backend=capture_graph)(*_optimizer_args())
+    assert recompose(graphs[0]) == []
+    report = xpu_lite.explain(_optimizer_like, *_optimizer_args())  # default mode: Dynamo's graph as is
+    assert "prims.fma.default" in {d.op for g in report.graphs for d in g.decisions}

@@ -21,7 +21,7 @@ from .codegen import generate_wrapper
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
-from .decomp import DecompPlan, build_plan, tracing
+from .decomp import DecompPlan, build_plan, recompose, tracing
 from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, partition
 from .lowering.fusion import Group, fuse
 from .report import COUNTERS, GraphReport, format_table, publish
@@ -42,6 +42,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     graph = f"graph_{next(_graph_ids)}"
     plan = build_plan(config)
     write_stage(config.debug_dir, graph, "dynamo_graph.py", gm.print_readable(print_output=False))
+    if config.lite and (rewrites := recompose(gm)):
+        log.debug("xpu_lite %s: undid Dynamo's decompositions: %s", graph, rewrites)
+        write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
     device_type = compat.fake_tensor_device(example_inputs)
     compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
