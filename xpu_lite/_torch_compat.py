@@ -18,6 +18,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+from torch.utils._pytree import tree_flatten
 from torch.utils._sympy.printers import PythonPrinter
 
 __all__ = [
@@ -96,7 +97,7 @@ def override_cia_kernels(
     mechanism, `_override_composite_implicit_decomp`); the autograd kernel decides what
     happens above autograd. Backend keys and the fake rule keep the original composite body
     so that running the op (fake propagation, constants) still works; where FakeTensorMode
-    would use the op's Python reference and that reference fails, the body is used too.
+    would use the op's Python reference, the body is tried first.
     Everything is restored on exit. Needs `enable_python_dispatcher()` around the trace.
     """
     types = sorted({*device_types, "cpu", "meta"})
@@ -115,12 +116,13 @@ def override_cia_kernels(
             for key in backend_keys:
                 op.py_kernels.setdefault(key, original)
             op._dispatch_cache.clear()
+            body = _checked_body(op, original)
             if op not in fake_impls.op_implementations_dict:
-                fake_impls.op_implementations_dict[op] = _fake_rule(original)
+                fake_impls.op_implementations_dict[op] = _fake_rule(body)
                 fake_rules.append(op)
             if op in decomposition_table:
                 refs[op] = decomposition_table[op]
-                decomposition_table[op] = _ref_or_body(refs[op], original)
+                decomposition_table[op] = _body_or_ref(body, refs[op])
         yield
     finally:
         decomposition_table.update(refs)
@@ -132,31 +134,54 @@ def override_cia_kernels(
             fake_impls.op_implementations_dict.pop(op, None)
 
 
-def _fake_rule(original: Callable[..., Any]) -> Callable[..., Any]:
+class AliasingCompositeOp(RuntimeError):
+    """A kept CIA op returned (a view of) one of its inputs while being traced."""
+
+    def __init__(self, op: torch._ops.OpOverload) -> None:
+        super().__init__(f"{op} returns a view of its input; it cannot stay one functional node")
+        self.op = op
+
+
+def _checked_body(op: torch._ops.OpOverload, original: Callable[..., Any]) -> Callable[..., Any]:
+    # A body that returns (a view of) an input, although the schema says the op is
+    # functional, cannot be kept: functionalization would take its outputs for new tensors.
+    def checked_body(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and any(torch._C._is_alias_of(t, i) for i in inputs):
+                raise AliasingCompositeOp(op)
+        return out
+
+    return checked_body
+
+
+def _fake_rule(body: Callable[..., Any]) -> Callable[..., Any]:
     # Run the composite body under fake mode before FakeTensorMode tries the meta device:
     # some CIA bodies branch on the device (see torch.export's note on sdpa).
     def rule(fake_mode: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
         with fake_mode:
-            return original(*args, **kwargs)
+            return body(*args, **kwargs)
 
     return rule
 
 
-def _ref_or_body(ref: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
-    # With symbolic sizes FakeTensorMode propagates a kept CIA op through its Python
-    # reference (torch._decomp.decomposition_table) before any fake rule. A few refs do not
-    # accept what the aten op accepts (hinge_embedding_loss wants reduction as a string;
-    # nll_loss indexes with a 0-dim target, a data-dependent item()): then the op's own
-    # composite body, which is what eager runs, computes the metadata.
-    def ref_or_body(*args: Any, **kwargs: Any) -> Any:
+def _body_or_ref(original: Callable[..., Any], ref: Callable[..., Any]) -> Callable[..., Any]:
+    # With symbolic sizes FakeTensorMode propagates an op through its Python reference
+    # (torch._decomp.decomposition_table) before any fake rule. For a kept CIA op the
+    # composite body, which is what eager runs, gives eager's metadata; some refs do not
+    # (nll_loss and hinge_embedding_loss take `reduction` as a string where aten passes an
+    # int: nll_loss(reduction=none) came out 0-dim). The ref is used only where the body
+    # cannot run on symbolic sizes.
+    def body_or_ref(*args: Any, **kwargs: Any) -> Any:
         try:
-            return ref(*args, **kwargs)
-        except torch._dynamo.exc.TorchDynamoException:
-            raise  # Dynamo's control flow (restart analysis), not a failure of the ref
-        except (RuntimeError, ValueError, TypeError, NotImplementedError):
             return original(*args, **kwargs)
+        except (torch._dynamo.exc.TorchDynamoException, AliasingCompositeOp):
+            raise  # Dynamo's control flow (restart analysis), or a verdict on the op
+        except (RuntimeError, ValueError, TypeError, NotImplementedError):
+            return ref(*args, **kwargs)
 
-    return ref_or_body
+    return body_or_ref
 
 
 def fake_tensor_device(example_inputs: Iterable[Any]) -> str:

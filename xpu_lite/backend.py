@@ -47,17 +47,22 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
     device_type = compat.fake_tensor_device(example_inputs)
-    compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
-    with tracing(plan, device_type):
-        return compat.aot_module_simplified(
-            gm,
-            example_inputs,
-            fw_compiler=functools.partial(compiler, kind="forward"),
-            bw_compiler=functools.partial(compiler, kind="backward"),
-            inference_compiler=functools.partial(compiler, kind="inference"),
-            decompositions=plan.table,
-            keep_inference_input_mutations=True,
-        )
+    while True:
+        compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
+        try:
+            with tracing(plan, device_type):
+                return compat.aot_module_simplified(
+                    gm,
+                    example_inputs,
+                    fw_compiler=functools.partial(compiler, kind="forward"),
+                    bw_compiler=functools.partial(compiler, kind="backward"),
+                    inference_compiler=functools.partial(compiler, kind="inference"),
+                    decompositions=plan.table,
+                    keep_inference_input_mutations=True,
+                )
+        except compat.AliasingCompositeOp as exc:  # trace again with the op decomposed
+            plan = plan.without_preserving(exc.op)
+            log.info("xpu_lite %s: %s returns a view of its input; traced again with it decomposed", graph, exc.op)
 
 
 def compile_graph(

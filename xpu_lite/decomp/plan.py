@@ -18,10 +18,14 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .. import _torch_compat as compat
 from ..config import LiteConfig
-from .policy import policy
+from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, policy
 from .regions import REGION_KEY, annotated
 
 COMPILE_OPS_TAG = "xpu_lite:compile_ops"
+_ALIASING = (
+    "cannot be kept as one node: it is a CompositeImplicitAutograd op that aliases or mutates "
+    "its inputs, and functionalization needs it decomposed"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +43,14 @@ class DecompPlan:
             return True
         return REGION_KEY in compat.current_annotation()
 
+    def without_preserving(self, op: torch._ops.OpOverload) -> DecompPlan:
+        """The plan with `op` decomposed: its body turned out to return views of its inputs."""
+        if op in self.config.keep_ops:
+            raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING}")
+        if op not in self.preserved_cia:
+            raise AssertionError(f"xpu_lite: {op} is not preserved by this plan")
+        return dataclasses.replace(self, preserved_cia=self.preserved_cia - {op})
+
     def summary(self) -> str:
         lines = [
             f"mode: {self.config.mode}",
@@ -55,14 +67,12 @@ def build_plan(config: LiteConfig) -> DecompPlan:
     decompose, keep = policy()
     kept = dict(keep)
     kept.update({op: "keep_ops option" for op in config.keep_ops})
+    preservable = compat.preservable_cia_ops() - ALIASING_CIA
     for op in config.keep_ops:
-        if compat.is_cia_op(op) and op not in compat.preservable_cia_ops():
-            raise ValueError(
-                f"xpu_lite: keep_ops: {op} cannot be kept as one node: it is a CompositeImplicitAutograd "
-                "op that aliases or mutates its inputs, and functionalization needs it decomposed"
-            )
+        if compat.is_cia_op(op) and op not in preservable:
+            raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING}")
     if config.lite:
-        preserved = compat.preservable_cia_ops()
+        preserved = preservable
     else:  # default mode decomposes everything it can; only keep_ops need the override
         preserved = frozenset(op for op in config.keep_ops if compat.is_cia_op(op))
     plan = DecompPlan(config=config, table={}, preserved_cia=preserved, kept=kept)
@@ -106,11 +116,19 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..
                 return original(*args, **kwargs)  # the composite body, differentiated op by op
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            return _PreservedOp.apply(op, original, spec, *flat)
+            if op in GRAD_DEPENDENT_CIA:
+                return original(*args, **kwargs)  # what eager runs when grad is required
+            out = _PreservedOp.apply(op, original, spec, *flat)
+            return list(out) if _returns_list(op) else out
         with compat.below_autograd():
             return op(*args, **kwargs)
 
     return autograd_kernel
+
+
+def _returns_list(op: torch._ops.OpOverload) -> bool:
+    returns = op._schema.returns
+    return len(returns) == 1 and isinstance(returns[0].type, torch.ListType)
 
 
 class _PreservedOp(torch.autograd.Function):
@@ -129,7 +147,8 @@ class _PreservedOp(torch.autograd.Function):
         ctx.save_for_backward(*[x for x in flat if isinstance(x, torch.Tensor)])
         args, kwargs = tree_unflatten(list(flat), spec)
         with compat.below_autograd():
-            return op(*args, **kwargs)
+            out = op(*args, **kwargs)
+        return tuple(out) if isinstance(out, list) else out  # autograd tracks tuples, not lists
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:

@@ -34,6 +34,48 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
 }
 
 
+# Functional by their schema (no alias annotation), but their composite bodies return their
+# inputs or views of them (found by running the OpInfo samples through every kept body and
+# comparing storages). Kept as one node, functionalization would take the outputs for new
+# tensors, and an in-place update of one would not reach the input as it does in eager.
+# Lite mode decomposes them, as the dispatcher does; a body found aliasing while tracing is
+# decomposed too (the trace is repeated).
+ALIASING_CIA: frozenset[torch._ops.OpOverload] = frozenset({
+    aten.broadcast_tensors.default,
+    aten.meshgrid.default,
+    aten.meshgrid.indexing,
+    aten.atleast_1d.Sequence,
+    aten.atleast_2d.Sequence,
+    aten.atleast_3d.Sequence,
+    aten.type_as.default,
+    aten._reshape_from_tensor.default,
+    aten.unflatten_dense_tensors.default,
+    aten.histogramdd.default,
+    aten.histogramdd.int_bins,
+    aten.histogramdd.TensorList_bins,
+})
+
+
+# Composite bodies that compute differently when an input requires grad: eager's
+# `_may_require_fw_or_bw_grad` makes eigvalsh/svdvals compute vectors too (other last bits).
+# A kept node runs under no_grad in the compiled forward, so in training, when an input
+# requires grad, lite mode runs their bodies op by op, exactly as eager autograd does
+# (found by running the OpInfo samples through every kept body with and without grad).
+GRAD_DEPENDENT_CIA: frozenset[torch._ops.OpOverload] = frozenset({
+    aten.linalg_eigvalsh.default,
+    aten.linalg_eigvals.default,
+    aten.linalg_svdvals.default,
+    aten.linalg_cond.default,
+    aten.linalg_cond.p_str,
+    aten.linalg_matrix_norm.default,
+    aten.linalg_matrix_norm.str_ord,
+    aten.linalg_norm.default,
+    aten.linalg_norm.ord_str,
+    aten.nuclear_norm.default,
+    aten.nuclear_norm.dim,
+})
+
+
 def is_random(op: Any) -> bool:
     return isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags
 
