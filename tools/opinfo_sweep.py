@@ -1,0 +1,164 @@
+"""Sweep torch's OpInfo database through xpu_lite and compare with eager.
+
+The test suite runs the quick form (tests/test_opinfo_lite.py: lite mode, first float32
+sample, inference). This script goes further when you change the decomposition plan or a
+lowering: more samples, other dtypes, training (outputs and gradients), the default mode.
+
+    python tools/opinfo_sweep.py                          # lite, float32, 3 samples, inference
+    python tools/opinfo_sweep.py --training               # + outputs and grads of a weighted sum
+    python tools/opinfo_sweep.py --mode default --dtype float16 --samples 1
+    python tools/opinfo_sweep.py --ops linalg.eigvalsh,addcdiv
+
+Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
+kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow).
+Prints one line per failure as it goes, progress every 50 ops, and a summary; exits 1 if
+anything failed. Uninitialized results (empty*) are compared by metadata only. Samples on
+which eager itself raises, and ops Dynamo cannot trace in any backend (aot_eager fails too),
+are counted as skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+import warnings
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+UNINITIALIZED = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
+# Differences that are not xpu_lite's, in every backend (aot_eager too): counted as "known".
+KNOWN_TRAINING = {
+    name: "an output that is a view of an input is replayed by AOTAutograd outside the graph; "
+    "its gradient sums in another order than eager's"
+    for name in ("expand", "expand_as", "broadcast_to", "broadcast_tensors")
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=["lite", "default"], default="lite")
+    parser.add_argument("--dtype", default="float32", help="a torch dtype name (float32, float16, int64, ...)")
+    parser.add_argument("--samples", type=int, default=3, help="samples per op (from the first)")
+    parser.add_argument("--training", action="store_true", help="also compare gradients (ops with autograd)")
+    parser.add_argument("--ops", default="", help="comma-separated OpInfo names (name or name.variant); default all")
+    parser.add_argument("--rtol", type=float, default=1e-4, help="default mode only")
+    parser.add_argument("--atol", type=float, default=1e-5, help="default mode only")
+    args = parser.parse_args(argv)
+    dtype = getattr(torch, args.dtype, None)
+    if not isinstance(dtype, torch.dtype):
+        parser.error(f"--dtype {args.dtype!r} is not a torch dtype")
+
+    import xpu_lite  # noqa: F401  (registers the backend)
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    warnings.filterwarnings("ignore")
+    wanted = {name for name in args.ops.split(",") if name}
+    ops = [op for op in op_db if not wanted or _name(op) in wanted or op.name in wanted]
+    if wanted and not ops:
+        parser.error(f"--ops: no OpInfo named {sorted(wanted)}")
+    tol = (0.0, 0.0) if args.mode == "lite" else (args.rtol, args.atol)
+    options = {"mode": "lite"} if args.mode == "lite" else {}
+    counts = {"ok": 0, "failed": 0, "known": 0, "skipped": 0}
+    start = time.perf_counter()
+    for i, op in enumerate(ops):
+        if i and i % 50 == 0:
+            print(f"... {i}/{len(ops)} ops, {counts}, {time.perf_counter() - start:.0f} s", flush=True)
+        if dtype not in op.supported_dtypes("cpu") or (args.training and not op.supports_autograd):
+            continue
+        try:
+            samples = list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=args.training), args.samples))
+        except Exception:  # noqa: BLE001  (an OpInfo that cannot make samples for this dtype)
+            continue
+        for k, sample in enumerate(samples):
+            verdict = _check(op, sample, options, args.training, tol)
+            if verdict is None:
+                counts["ok"] += 1
+            elif verdict.startswith("skip"):
+                counts["skipped"] += 1
+            elif args.training and _name(op) in KNOWN_TRAINING:
+                counts["known"] += 1
+                print(f"known {_name(op)}[{k}]: {KNOWN_TRAINING[_name(op)]}", flush=True)
+            else:
+                counts["failed"] += 1
+                print(f"FAIL {_name(op)}[{k}]: {verdict}", flush=True)
+    print(f"{args.mode} mode, {args.dtype}, {'training' if args.training else 'inference'}: {counts} "
+          f"over {len(ops)} ops in {time.perf_counter() - start:.0f} s")
+    return 1 if counts["failed"] else 0
+
+
+def _name(op) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def _check(op, sample, options, training: bool, tol) -> str | None:
+    """None when compiled equals eager, else why not ('skip: ...' when not comparable)."""
+
+    def fn(x, *args):
+        return op.op(x, *args, **sample.kwargs)
+
+    torch._dynamo.reset()
+    try:
+        expected = _run(fn, sample, training)
+    except Exception as exc:  # noqa: BLE001
+        return f"skip: eager raises {type(exc).__name__}"
+    if expected is None:
+        return "skip: no output requires grad"
+    try:
+        actual = _run(torch.compile(fn, backend="xpu_lite", dynamic=True, options=options), sample, training)
+    except Exception as exc:  # noqa: BLE001
+        torch._dynamo.reset()
+        try:
+            _run(torch.compile(fn, backend="aot_eager", dynamic=True), sample, training)
+        except Exception:  # noqa: BLE001
+            return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
+        return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
+    if actual is None:
+        return "compiled outputs do not require grad"
+    return _compare(actual, expected, values=op.name not in UNINITIALIZED, tol=tol)
+
+
+def _run(fn, sample, training: bool):
+    """Outputs (and, in training, input grads of a fixed weighted sum of the outputs)."""
+    x, args = tree_map(
+        lambda t: t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t,
+        (sample.input, sample.args),
+    )
+    torch.manual_seed(0)  # random ops must draw the same numbers in both runs
+    out = fn(x, *args)
+    if not training:
+        return out
+    outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not outs:
+        return None
+    gen = torch.Generator().manual_seed(1)
+    loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in outs)
+    leaves = [t for t in tree_flatten((x, args))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    return [o.detach() for o in outs], list(torch.autograd.grad(loss, leaves, allow_unused=True))
+
+
+def _compare(actual, expected, values: bool, tol) -> str | None:
+    flat_a, spec_a = tree_flatten(actual)
+    flat_e, spec_e = tree_flatten(expected)
+    if spec_a != spec_e:
+        return f"structure {spec_a} vs {spec_e}"
+    for a, e in zip(flat_a, flat_e):
+        if not isinstance(e, torch.Tensor):
+            if a != e and not (a != a and e != e):
+                return f"value {a!r} vs {e!r}"
+            continue
+        if not isinstance(a, torch.Tensor) or (a.shape, a.dtype) != (e.shape, e.dtype):
+            return f"metadata {getattr(a, 'shape', a)} {getattr(a, 'dtype', '')} vs {e.shape} {e.dtype}"
+        if e.numel() > 1 and a.stride() != e.stride():
+            return f"strides {a.stride()} vs {e.stride()}"
+        if values:
+            try:
+                torch.testing.assert_close(a, e, rtol=tol[0], atol=tol[1], equal_nan=True)
+            except AssertionError as exc:
+                return " ".join(str(exc).split())[:200]
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
