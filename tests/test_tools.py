@@ -1,15 +1,10 @@
 """tools/opinfo_sweep.py: the deeper OpInfo sweep runs and can fail."""
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import pytest
 import torch
 
-_spec = importlib.util.spec_from_file_location("opinfo_sweep", pathlib.Path(__file__).parents[1] / "tools" / "opinfo_sweep.py")
-sweep = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sweep)
+from tools import opinfo_sweep as sweep
 
 
 def test_sweep_passes_on_ops_fixed_this_far(capsys) -> None:

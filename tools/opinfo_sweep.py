@@ -55,13 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     import xpu_lite  # noqa: F401  (registers the backend)
     from torch.testing._internal.common_methods_invocations import op_db
 
-    warnings.filterwarnings("ignore")
     wanted = {name for name in args.ops.split(",") if name}
     ops = [op for op in op_db if not wanted or _name(op) in wanted or op.name in wanted]
     if wanted and not ops:
         parser.error(f"--ops: no OpInfo named {sorted(wanted)}")
     tol = (0.0, 0.0) if args.mode == "lite" else (args.rtol, args.atol)
-    options = {"mode": "lite"} if args.mode == "lite" else {}
     counts = {"ok": 0, "failed": 0, "known": 0, "skipped": 0}
     start = time.perf_counter()
     for i, op in enumerate(ops):
@@ -74,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001  (an OpInfo that cannot make samples for this dtype)
             continue
         for k, sample in enumerate(samples):
-            verdict = _check(op, sample, options, args.training, tol)
+            verdict = check(op, sample, args.mode, args.training, tol)
             if verdict is None:
                 counts["ok"] += 1
             elif verdict.startswith("skip"):
@@ -94,31 +92,58 @@ def _name(op) -> str:
     return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
 
 
-def _check(op, sample, options, training: bool, tol) -> str | None:
+def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)) -> str | None:
     """None when compiled equals eager, else why not ('skip: ...' when not comparable)."""
+    from xpu_lite.backend import xpu_lite_backend
+    from xpu_lite.report import capture
 
     def fn(x, *args):
         return op.op(x, *args, **sample.kwargs)
 
-    torch._dynamo.reset()
-    try:
-        expected = _run(fn, sample, training)
-    except Exception as exc:  # noqa: BLE001
-        return f"skip: eager raises {type(exc).__name__}"
-    if expected is None:
-        return "skip: no output requires grad"
-    try:
-        actual = _run(torch.compile(fn, backend="xpu_lite", dynamic=True, options=options), sample, training)
-    except Exception as exc:  # noqa: BLE001
-        torch._dynamo.reset()
+    failures: list[Exception] = []
+
+    def backend(gm, example_inputs):
+        # Dynamo turns some backend errors into a graph break and runs the graph eagerly,
+        # which would then compare equal: record them.
         try:
-            _run(torch.compile(fn, backend="aot_eager", dynamic=True), sample, training)
-        except Exception:  # noqa: BLE001
-            return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
-        return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
+            return xpu_lite_backend(gm, example_inputs, mode="lite" if mode == "lite" else None)
+        except torch._dynamo.exc.TorchDynamoException:
+            raise  # restart analysis: Dynamo's control flow
+        except Exception as exc:
+            failures.append(exc)
+            raise
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings(), capture() as reports:
+        warnings.simplefilter("ignore")  # deprecation notes of some ops
+        try:
+            expected = _run(fn, sample, training)
+        except Exception as exc:  # noqa: BLE001
+            return f"skip: eager raises {type(exc).__name__}"
+        if expected is None:
+            return "skip: no output requires grad"
+        try:
+            actual = _run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
+        except Exception as exc:  # noqa: BLE001
+            if not failures and not _aot_eager_runs(fn, sample, training):
+                return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
+            return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
+    if failures:
+        return f"xpu_lite failed to compile: {failures[0]!r}"[:300]
+    if mode == "lite" and any(r.kernels for r in reports):
+        return "lite mode without regions compiled a kernel"
     if actual is None:
         return "compiled outputs do not require grad"
     return _compare(actual, expected, values=op.name not in UNINITIALIZED, tol=tol)
+
+
+def _aot_eager_runs(fn, sample, training: bool) -> bool:
+    torch._dynamo.reset()
+    try:
+        _run(torch.compile(fn, backend="aot_eager", dynamic=True), sample, training)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
 
 
 def _run(fn, sample, training: bool):

@@ -197,30 +197,30 @@ def is_custom_op(target: Any) -> bool:
     return isinstance(target, torch._ops.OpOverload) and not torch._library.utils.is_builtin(target)
 
 
-def outside_aliasing_check(call: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
-    """Run a compiled graph's first call outside AOTAutograd's custom-op aliasing check.
+dispatch_mode_count = torch._C._len_torch_dispatch_stack  # a C call: cheap enough for every call
+
+
+def aliasing_check_on_top() -> bool:
+    """Is the innermost dispatch mode AOTAutograd's first-call custom-op aliasing check?
 
     AOTAutograd runs the first call of every compiled graph under a TorchDispatchMode that
     checks custom ops for aliasing (functorch config `check_custom_op_aliasing`). While any
     dispatch mode is active, CompositeImplicitAutograd bodies take their tensor-subclass
     branches (`isTensorSubclassLike` is true), so a kept CIA op computes differently from
     eager on that call: linalg_eigvalsh and linalg_svdvals compute eigen/singular vectors
-    too and round differently. For a graph without custom ops the check has nothing to do;
-    its mode is popped for the call. A user's own dispatch mode below it stays active.
+    too and round differently. A wrapper whose graph has no custom op checks this on entry
+    and runs with the mode popped (`pop_dispatch_mode`); a user's own mode below stays.
     """
     from torch._functorch._aot_autograd.runtime_wrappers import _AnalyzeCustomOpInputOutputMode
-    from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-    modes = torch._C._len_torch_dispatch_stack
+    return isinstance(_get_current_dispatch_mode(), _AnalyzeCustomOpInputOutputMode)
 
-    def call_outside_aliasing_check(args: list[Any]) -> Any:
-        if modes() and isinstance(_get_current_dispatch_mode(), _AnalyzeCustomOpInputOutputMode):
-            with _pop_mode_temporarily():
-                return call(args)
-        return call(args)
 
-    call_outside_aliasing_check._boxed_call = True  # type: ignore[attr-defined]
-    return call_outside_aliasing_check
+def pop_dispatch_mode() -> contextlib.AbstractContextManager[Any]:
+    from torch.utils._python_dispatch import _pop_mode_temporarily
+
+    return _pop_mode_temporarily()
 
 
 def orig_callable(fn: Any) -> Any:

@@ -91,10 +91,7 @@ def compile_graph(
     write_stage(config.debug_dir, graph, f"{kind}_wrapper.py", code.source)
     log.debug("xpu_lite compiled %s: %d nodes, %d kernels, %d fallbacks", name, len(decisions), len(groups), len(report.fallbacks))
     publish(report)
-    call = load_wrapper(code)
-    if any(compat.is_custom_op(node.target) for node in gm.graph.nodes):
-        return call  # AOTAutograd's first-call aliasing check has custom ops to look at: keep it
-    return compat.outside_aliasing_check(call)
+    return load_wrapper(code)
 
 
 def compile_kernels(

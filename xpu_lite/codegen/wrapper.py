@@ -20,6 +20,7 @@ import sympy
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from .._torch_compat import sym_expr
 from ..decomp import is_random
 from ..lowering import Decision, DecisionKind, LoweringError, ir
@@ -161,6 +162,17 @@ class _WrapperBuilder:
         last_use = _last_uses([n for n in self.nodes if n in live], self.deps)
 
         body = Emitter()
+        if not any(compat.is_custom_op(n.target) for n in self.nodes):  # else the check has work to do: keep it
+            self.constants.update(
+                _dispatch_modes=compat.dispatch_mode_count,
+                _aliasing_check_on_top=compat.aliasing_check_on_top,
+                _pop_dispatch_mode=compat.pop_dispatch_mode,
+            )
+            body.line("if _dispatch_modes() and _aliasing_check_on_top():", "AOTAutograd's first call: its custom-op check")
+            with body.indent():
+                body.line("with _pop_dispatch_mode():", "is a dispatch mode, under which composite ops leave eager's")
+                with body.indent():
+                    body.line("return call(args)", "path (eigvalsh computes vectors too): run outside it")
         names = [f"arg{i}" for i in range(len(self.placeholders))]
         self.names.update(zip(self.placeholders, names))
         if names:
