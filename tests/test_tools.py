@@ -17,6 +17,36 @@ def test_sweep_reports_known_upstream_differences_apart(capsys) -> None:
     assert "known expand[0]" in capsys.readouterr().out
 
 
+def test_samples_aot_eager_cannot_compile_are_skipped_not_passed(capsys) -> None:
+    # narrow with a tensor start: every backend's trace hits item() (a data-dependent size)
+    # and Dynamo runs the frame eagerly, which compares equal: counted apart, not as ok.
+    assert sweep.main(["--ops", "narrow", "--samples", "2"]) == 0
+    assert "'ok': 1, 'failed': 0, 'known': 0, 'skipped': 1" in capsys.readouterr().out
+
+
+def test_default_mode_half_precision_against_float64(capsys) -> None:
+    # rsqrt and log_softmax kernels compute in float32 and round once: some elements are an
+    # ulp or two from eager's bfloat16 (beyond 1e-4), but no further from float64 than eager's
+    assert sweep.main(["--mode", "default", "--dtype", "bfloat16", "--ops", "rsqrt,log_softmax", "--samples", "1"]) == 0
+    assert "'ok': 3, 'failed': 0" in capsys.readouterr().out
+
+
+def test_float64_criterion_fails_a_worse_result_and_moved_nans() -> None:
+    reference = torch.linspace(-3, 3, 50, dtype=torch.float64).exp()
+    eager = reference.to(torch.bfloat16)
+    assert sweep._against_float64(eager.clone(), eager, reference, 3.0, 0.0) is None
+    worse = (reference * 1.05).to(torch.bfloat16)  # ~6 ulps off: more than 3x eager's rounding error
+    assert "error vs float64" in sweep._against_float64(worse, eager, reference, 3.0, 0.0)
+    nan = eager.clone()
+    nan[3] = float("nan")
+    assert "non-finite" in sweep._against_float64(nan, eager, reference, 3.0, 0.0)
+    # float16 eager overflowing where the kernel (float32 inside) does not: allowed
+    reference16 = torch.tensor([362.34, 1.5], dtype=torch.float64)
+    eager16 = torch.tensor([float("inf"), 1.5], dtype=torch.float16)
+    assert sweep._against_float64(reference16.half(), eager16, reference16, 2.0, 0.0) is None
+    assert "non-finite" in sweep._against_float64(eager16, reference16.half(), reference16, 2.0, 0.0)
+
+
 def test_comparison_fails_on_one_bit_and_on_strides() -> None:
     x = torch.randn(4, 3)
     assert sweep._compare(x, x.clone(), values=True, tol=(0.0, 0.0)) is None

@@ -11,15 +11,21 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
 kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow).
+float16/bfloat16 results of the default mode are compared against a float64 reference (the
+sample upcast, run eagerly): the compiled error (RMSE) may be at most 2x eager's (3x for
+bfloat16), as in Inductor's tests, plus 2 ulps of the result's magnitude and atol; a kernel
+computes in float32 and rounds once, eager rounds after every op, so neither equals the
+other, and on a few elements eager's roundings can cancel by luck.
 Prints one line per failure as it goes, progress every 50 ops, and a summary; exits 1 if
 anything failed. Uninitialized results (empty*) are compared by metadata only. Samples on
-which eager itself raises, and ops Dynamo cannot trace in any backend (aot_eager fails too),
-are counted as skipped.
+which eager itself raises, and samples aot_eager cannot compile either (Dynamo raises, or
+aot_eager's backend fails and Dynamo runs the frame eagerly), are counted as skipped.
 """
 from __future__ import annotations
 
 import argparse
 import itertools
+import logging
 import sys
 import time
 import warnings
@@ -53,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--dtype {args.dtype!r} is not a torch dtype")
 
     import xpu_lite  # noqa: F401  (registers the backend)
+    # Backend failures are recorded per sample; Dynamo's graph-break warnings would repeat them.
+    torch._logging.set_logs(dynamo=logging.ERROR)
     from torch.testing._internal.common_methods_invocations import op_db
 
     wanted = {name for name in args.ops.split(",") if name}
@@ -125,25 +133,67 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
         try:
             actual = _run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
         except Exception as exc:  # noqa: BLE001
-            if not failures and not _aot_eager_runs(fn, sample, training):
+            if not failures and _aot_eager_fails(fn, sample, training):
                 return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
             return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
     if failures:
+        upstream = _aot_eager_fails(fn, sample, training)
+        if upstream:
+            return f"skip: aot_eager fails to compile it too ({upstream})"
         return f"xpu_lite failed to compile: {failures[0]!r}"[:300]
+    reference = None
+    if mode != "lite" and _low_precision(expected):
+        try:
+            reference = _run(fn, _upcast(sample), training)
+        except Exception as exc:  # noqa: BLE001
+            return f"skip: no float64 reference (eager raises {type(exc).__name__} in float64)"
     if mode == "lite" and any(r.kernels for r in reports):
         return "lite mode without regions compiled a kernel"
     if actual is None:
         return "compiled outputs do not require grad"
-    return _compare(actual, expected, values=op.name not in UNINITIALIZED, tol=tol)
+    return _compare(actual, expected, values=op.name not in UNINITIALIZED, tol=tol, reference=reference)
 
 
-def _aot_eager_runs(fn, sample, training: bool) -> bool:
+LOW_PRECISION = {torch.float16: 2.0, torch.bfloat16: 3.0}  # dtype -> allowed error relative to eager's
+
+
+def _low_precision(tree) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.dtype in LOW_PRECISION for t in tree_flatten(tree)[0])
+
+
+def _upcast(sample):
+    """The sample with its float16/bfloat16 tensors in float64 (grad requirements kept)."""
+    def up(t):
+        if isinstance(t, torch.Tensor) and t.dtype in LOW_PRECISION:
+            return t.detach().to(torch.float64).requires_grad_(t.requires_grad)
+        return t
+    return type(sample)(up(sample.input), args=tree_map(up, sample.args), kwargs=tree_map(up, sample.kwargs))
+
+
+def _aot_eager_fails(fn, sample, training: bool) -> str | None:
+    """Why aot_eager fails on this sample (raises, or its backend fails and Dynamo falls
+    back to eager), or None when it compiles and runs."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    aot_eager, failures = lookup_backend("aot_eager"), []
+
+    def backend(gm, example_inputs):
+        try:
+            return aot_eager(gm, example_inputs)
+        except torch._dynamo.exc.TorchDynamoException:
+            raise
+        except Exception as exc:
+            failures.append(exc)
+            raise
+
     torch._dynamo.reset()
-    try:
-        _run(torch.compile(fn, backend="aot_eager", dynamic=True), sample, training)
-    except Exception:  # noqa: BLE001
-        return False
-    return True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            _run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
+        except Exception as exc:  # noqa: BLE001
+            return type(exc).__name__
+    return type(failures[0]).__name__ if failures else None
 
 
 def _run(fn, sample, training: bool):
@@ -160,17 +210,19 @@ def _run(fn, sample, training: bool):
     if not outs:
         return None
     gen = torch.Generator().manual_seed(1)
-    loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in outs)
+    # float32 draws, so a float64 reference run weighs its outputs as the low-precision run did
+    loss = sum((o * torch.randn(o.shape, generator=gen).to(o.dtype)).sum() for o in outs)
     leaves = [t for t in tree_flatten((x, args))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
     return [o.detach() for o in outs], list(torch.autograd.grad(loss, leaves, allow_unused=True))
 
 
-def _compare(actual, expected, values: bool, tol) -> str | None:
+def _compare(actual, expected, values: bool, tol, reference=None) -> str | None:
     flat_a, spec_a = tree_flatten(actual)
     flat_e, spec_e = tree_flatten(expected)
     if spec_a != spec_e:
         return f"structure {spec_a} vs {spec_e}"
-    for a, e in zip(flat_a, flat_e):
+    flat_r = tree_flatten(reference)[0] if reference is not None else [None] * len(flat_e)
+    for a, e, r in zip(flat_a, flat_e, flat_r):
         if not isinstance(e, torch.Tensor):
             if a != e and not (a != a and e != e):
                 return f"value {a!r} vs {e!r}"
@@ -181,15 +233,40 @@ def _compare(actual, expected, values: bool, tol) -> str | None:
             return f"layout {a.layout} vs {e.layout}"
         if e.layout != torch.strided:  # sparse results: no strides; compare their dense values
             a, e = a.to_dense(), e.to_dense()
+            r = r.to_dense() if isinstance(r, torch.Tensor) else r
         elif e.numel() > 1 and a.stride() != e.stride():
             return f"strides {a.stride()} vs {e.stride()}"
-        if values:
+        if values and isinstance(r, torch.Tensor) and e.dtype in LOW_PRECISION:
+            verdict = _against_float64(a, e, r, LOW_PRECISION[e.dtype], tol[1])
+            if verdict:
+                return verdict
+        elif values:
             try:
                 torch.testing.assert_close(a, e, rtol=tol[0], atol=tol[1], equal_nan=True)
             except AssertionError as exc:
                 return " ".join(str(exc).split())[:200]
     return None
 
+
+def _against_float64(actual, expected, reference, multiplier: float, atol: float) -> str | None:
+    """Compiled error (RMSE vs the float64 reference) at most multiplier x eager's, plus two
+    units in the last place of the result's RMS magnitude (one or two roundings apart from
+    eager's lucky ones on a few elements), plus atol. Non-finite values where eager has
+    them, except a finite value where eager overflowed and the reference did not."""
+    a, e, r = actual.double(), expected.double(), reference.double()
+    finite = a.isfinite() & e.isfinite()
+    rescued = a.isfinite() & ~e.isfinite() & reference.to(expected.dtype).isfinite()
+    lost = ~a.isfinite() & e.isfinite()
+    if lost.any() or not torch.equal(a[~finite & ~rescued].nan_to_num(), e[~finite & ~rescued].nan_to_num()):
+        return "non-finite values differ from eager's"
+    if not finite.any():
+        return None
+    rms = lambda x: x.square().mean().sqrt().item()  # noqa: E731
+    eager_error, error = rms(e[finite] - r[finite]), rms(a[finite] - r[finite])
+    ulps = 2 * torch.finfo(expected.dtype).eps * rms(r[finite])
+    if error > multiplier * eager_error + ulps + atol:
+        return f"error vs float64 {error:.3g} > {multiplier} x eager's {eager_error:.3g} + 2 ulp {ulps:.2g} + {atol:g}"
+    return None
 
 if __name__ == "__main__":
     sys.exit(main())
