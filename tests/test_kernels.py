@@ -328,6 +328,60 @@ def test_a_returned_constant_is_written_once_inside_its_buffer(device: str) -> N
     assert "tl.store(out_ptr0 + (0 * xindex), tmp1.to(tl.float32), mask=xmask & (xindex == 0))" in source, source
 
 
+def test_a_gradient_scale_is_computed_inline_where_it_is_broadcast(device: str) -> None:
+    """The backward of a p-norm: a 0-dim scale (grad / norm**3, 0 where the norm is 0)
+    between two pointwise steps over the input. Computed inline, the backward is one kernel
+    (was three: the input's part, the 0-dim scale stored, their product)."""
+    def fn(x):
+        return torch.linalg.vector_norm(x, ord=4)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 9, 130):
+            x = torch.randn(n, device=device, requires_grad=True)
+            (actual,) = torch.autograd.grad(compiled(x), x)
+            (expected,) = torch.autograd.grad(fn(x), x)
+            _close(actual, expected)
+    backward = next(r for r in reports if r.kind == "backward")
+    assert len(backward.kernels) == 1, backward.kernels
+
+
+def test_a_vector_norm_is_one_reduction_kernel(device: str) -> None:
+    """linalg_vector_norm is decomposed inside regions (abs, pow, sum, root: one kernel),
+    as Inductor does; kept whole, it was a fallback whose rounded result a loss then
+    subtracted (triplet_margin_loss in bfloat16 lost 3 ulps to that)."""
+    def fn(x, p):
+        return F.triplet_margin_loss(x, p, x.flip(0), margin=1e-6), F.normalize(x, dim=1)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 6):
+            x, p = torch.randn(n, 10, device=device), torch.randn(n, 10, device=device)
+            for actual, expected in zip(compiled(x, p), fn(x, p), strict=True):
+                _close(actual, expected)
+    assert not [d.op for r in reports for d in r.fallbacks if "vector_norm" in d.op], [r.source for r in reports]
+
+
+def test_an_inline_scalar_a_fallback_reads_is_stored_even_when_the_run_is_empty(device: str) -> None:
+    """A 0-dim value waiting for the next pointwise run, whose size is unbacked (may be 0:
+    its kernel is not launched then), and returned: it gets a 0-dim kernel of its own."""
+    def fn(x, s):
+        positive = x[x > 0]
+        k = s * 2 + 1
+        return positive * k, k
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True), capture() as reports:
+        for x in (torch.randn(8, device=device), -torch.rand(8, device=device) - 1, -torch.rand(11, device=device) - 1):
+            s = torch.tensor(1.5, device=device)
+            for actual, expected in zip(compiled(x, s), fn(x, s), strict=True):
+                _close(actual, expected)
+    assert xpu_lite.counters.graphs_compiled == 1
+    sources = [src for r in reports for src in r.kernels]
+    (scale,) = [src for src in sources if "= 2.0" in src]  # gt, k, positive * k: three kernels
+    assert len(sources) == 3 and "tl.store(out_ptr0 + (0 * xindex)" in scale, sources
+
+
 def test_symint_scalars_are_kernel_arguments(device: str) -> None:
     def fn(x: torch.Tensor, n: int) -> torch.Tensor:
         return (x * n + x.shape[0]).relu()

@@ -66,6 +66,19 @@ def sym_expr(value: Any) -> sympy.Expr | None:
     return None
 
 
+def provably_positive(expr: sympy.Expr, fake: Any) -> bool:
+    """Whether a size expression is at least 1 for every input the graph accepts (the value
+    ranges of the ShapeEnv behind the fake tensor `fake`; a backed size is at least 2 once
+    Dynamo has specialized 0 and 1, an unbacked one such as nonzero's may be 0)."""
+    if expr.is_number:
+        return bool(expr >= 1)
+    shape_env = getattr(getattr(fake, "fake_mode", None), "shape_env", None)
+    if shape_env is None:
+        return False
+    lower = shape_env.bound_sympy(expr).lower
+    return bool(lower.is_number and lower >= 1)
+
+
 @lru_cache(maxsize=1)
 def preservable_cia_ops() -> frozenset[torch._ops.OpOverload]:
     """Functional CompositeImplicitAutograd ops that may stay one node (torch.export's list)."""

@@ -31,6 +31,7 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
     aten._log_softmax.default: "log_softmax: amax, exp, sum and log fuse into one reduction kernel",
     aten.native_layer_norm.default: "layer_norm: var_mean and the affine map fuse into one reduction kernel",
     aten.native_group_norm.default: "group_norm: var_mean over each group and the affine map fuse",
+    aten.linalg_vector_norm.default: "vector_norm: abs, pow, sum and the root fuse into one reduction kernel",
 }
 
 

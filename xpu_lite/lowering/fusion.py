@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-from .._torch_compat import sym_expr
+from .._torch_compat import provably_positive, sym_expr
 from . import ir
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
@@ -63,6 +63,18 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
 
     runs: list[_Run] = []
     current: _Run | None = None
+    waiting: list[torch.fx.Node] = []  # 0-dim values for the next pointwise run to compute inline
+
+    def flush() -> None:  # no pointwise run came: the waiting values get kernels of their own
+        nonlocal current
+        for node in waiting:
+            space = _joined_space(current, node, is_view) if current is not None else None
+            if space is None:
+                current = _Run(_own_space(node), [])
+                runs.append(current)
+            current.members.append(node)
+        waiting.clear()
+
     for node in gm.graph.nodes:
         decision = decisions.get(node.name)
         if is_view(node):
@@ -72,19 +84,76 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             continue
         if decision is None or decision.kind is not DecisionKind.KERNEL:
             if node.op != "placeholder":
+                flush()
                 current = None
             continue
-        if _is_constant(node) and current is not None:
+        if _is_constant(node) and current is not None and not waiting:
             current.members.append(node)  # a 0-dim constant (scalar_tensor, full([])): computed inline
             continue
         space = _joined_space(current, node, is_view) if current is not None else None
+        if space is not None and waiting and space.rdims:
+            space = None  # the waiting values are for a pointwise run
+        if space is None and current is not None and not current.space.rdims and _is_scalar(node, current, is_view):
+            space = current.space  # a 0-dim value computed inline by the run, which broadcasts it
         if space is not None:
             current.space = space
-            current.members.append(node)
+            current.members += [*waiting, node]
+            waiting.clear()
+        elif _is_scalar(node, current, is_view):
+            waiting.append(node)  # e.g. a gradient's scale, computed where it is broadcast
+        elif waiting and not _own_space(node).rdims:
+            current = _Run(_own_space(node), [*waiting, node])
+            runs.append(current)
+            waiting.clear()
         else:
+            flush()
             current = _Run(_own_space(node), [node])
             runs.append(current)
+    flush()
+    runs = [part for run in runs for part in _stored_scalars_apart(run)]
     return [build_group(f"kernel_{i}", run.members, run.space, is_view) for i, run in enumerate(runs)]
+
+
+def _is_scalar(node: torch.fx.Node, run: _Run | None, is_view: Any) -> bool:
+    """A pointwise 0-dim value of 0-dim tensors (none a row value of the reduction `run`):
+    a pointwise run of more elements computes it inline and broadcasts it (one kernel and
+    one rounding, instead of a 0-dim kernel, a stored scalar and a load). When the current
+    run cannot, it waits for the next pointwise one."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.dim() != 0 or LOWERINGS.reduced_dims(node) is not None:
+        return False
+    rows = set(run.members) if run is not None and run.space.rdims else set()  # row values join as rows
+    for arg in node.all_input_nodes:
+        arg_val = arg.meta.get("val")
+        if isinstance(arg_val, torch.Tensor) and (arg_val.dim() != 0 or view_root(arg, is_view) in rows):
+            return False
+    return True
+
+
+def _stored_scalars_apart(run: _Run) -> list[_Run]:
+    """0-dim values computed inline by a pointwise run of more elements are stored by its
+    first lane when something outside the run reads them; where the run may have no
+    elements at run time (an unbacked size: its kernel is not launched then), they get a
+    0-dim kernel of their own before it, with their 0-dim inputs computed in the run."""
+    if run.space.rdims or run.space.sizes == ():
+        return [run]
+    fake = next(m.meta["val"] for m in run.members if isinstance(m.meta.get("val"), torch.Tensor))
+    if provably_positive(sympy.Mul(*run.space.sizes), fake):
+        return [run]
+    members = set(run.members)
+    scalars = {n for n in run.members if isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].dim() == 0}
+    apart = {n for n in scalars if any(u not in members for u in n.users)}
+    if not apart:
+        return [run]
+    todo = list(apart)
+    while todo:  # their 0-dim inputs computed in the run come apart with them
+        for arg in todo.pop().all_input_nodes:
+            if arg in scalars and arg not in apart:
+                apart.add(arg)
+                todo.append(arg)
+    first = _Run(Space(()), [n for n in run.members if n in apart])
+    rest = _Run(run.space, [n for n in run.members if n not in apart])
+    return [first, rest]
 
 
 def _is_constant(node: torch.fx.Node) -> bool:
