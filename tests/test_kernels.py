@@ -313,10 +313,12 @@ def test_no_tiling_where_reads_and_writes_agree(device: str) -> None:
 
 def test_a_returned_constant_is_written_once_inside_its_buffer(device: str) -> None:
     """A 0-dim constant fused into a kernel over n elements and also returned: one lane
-    stores it at offset 0 (it was stored at xindex, n writes into a 1-element buffer)."""
+    stores it at offset 0 (it was stored at xindex, n writes into a 1-element buffer).
+    (x + c) * 3, not x * 3 + c: GPU kernels contract a multiply-add into one FMA (README,
+    Devices), one rounding where eager's two kernels round twice."""
     def fn(x):
         c = torch.full([], 2.0, device=x.device)
-        return x * 3 + c, c
+        return (x + c) * 3, c
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:

@@ -77,7 +77,9 @@ MATH: dict[str, str] = {
     "gelu_tanh": _gelu_tanh(_TANH),
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
     "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
-    "signed_zero": "tl.where(" + _SIGNBIT + ", -0.0, 0.0)",  # copysign(0, x) of an fp32 tensor
+    # copysign(0, x) of an fp32 tensor, from its bits: compiled for cuda, a select between
+    # the constants -0.0 and 0.0 came out +0.0 for every lane
+    "signed_zero": "(({0}.to(tl.int32, bitcast=True) & -2147483648).to(tl.float32, bitcast=True))",
     # float % is C's fmod under the interpreter; compiled, it is a - trunc(a / b) * b, off
     # by b when a / b rounds up to an integer (1.0 % 0.1), so the gpu column uses libdevice
     "fmod": "{0} % {1}",
