@@ -91,6 +91,18 @@ def is_cia_op(op: torch._ops.OpOverload) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), DK.CompositeImplicitAutograd)
 
 
+def has_device_kernel(op: torch._ops.OpOverload, device_type: str) -> bool:
+    """Does `op` have a kernel of its own for this device type, beside its composite body?
+
+    Then the dispatcher never runs the composite body there: eager calls that kernel and
+    differentiates through the op's derivative formula (aten._fused_rms_norm on a CUDA
+    build: its CUDA kernel, and _fused_rms_norm_backward for the gradient; on cpu and xpu
+    its composite body, differentiated op by op).
+    """
+    key = _BACKEND_KEY.get(device_type)
+    return key is not None and torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key)
+
+
 def cia_decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
     """The op's own CompositeImplicitAutograd body, callable without recursing into overrides."""
     from torch._export.utils import _get_decomp_for_cia
@@ -108,14 +120,14 @@ def override_cia_kernels(
     `kernels[op] = (autograd_kernel, cia_kernel)`. The CIA kernel returning NotImplemented
     tells make_fx and FakeTensorMode to keep the op as one node (the torch.export
     mechanism, `_override_composite_implicit_decomp`); the autograd kernel decides what
-    happens above autograd. Backend keys and the fake rule keep the original composite body
-    so that running the op (fake propagation, constants) still works; where FakeTensorMode
-    would use the op's Python reference, the body is tried first.
+    happens above autograd on the device types where eager runs the composite body (not
+    where the op has a kernel of its own: `has_device_kernel`). Backend keys and the fake
+    rule keep the original composite body so that running the op (fake propagation,
+    constants) still works; where FakeTensorMode would use the op's Python reference, the
+    body is tried first.
     Everything is restored on exit. Needs `enable_python_dispatcher()` around the trace.
     """
     types = sorted({*device_types, "cpu", "meta"})
-    autograd_keys = [_AUTOGRAD_KEY[t] for t in types if t in _AUTOGRAD_KEY]
-    backend_keys = [_BACKEND_KEY[t] for t in types if t in _BACKEND_KEY]
     saved: dict[torch._ops.OpOverload, dict[Any, Any]] = {}
     fake_rules: list[torch._ops.OpOverload] = []
     refs: dict[torch._ops.OpOverload, Callable[..., Any]] = {}
@@ -123,11 +135,12 @@ def override_cia_kernels(
         for op, (autograd_kernel, cia_kernel) in kernels.items():
             original = cia_decomposition(op)
             saved[op] = op.py_kernels.copy()
-            for key in autograd_keys:
-                op.py_kernels.setdefault(key, autograd_kernel)
+            for t in types:
+                if t not in _BACKEND_KEY or has_device_kernel(op, t):
+                    continue  # there eager runs the op's own kernel and derivative formula
+                op.py_kernels.setdefault(_AUTOGRAD_KEY[t], autograd_kernel)
+                op.py_kernels.setdefault(_BACKEND_KEY[t], original)
             op.py_kernels[DK.CompositeImplicitAutograd] = cia_kernel
-            for key in backend_keys:
-                op.py_kernels.setdefault(key, original)
             op._dispatch_cache.clear()
             body = _checked_body(op, original)
             if op not in fake_impls.op_implementations_dict:

@@ -12,6 +12,7 @@ import torch
 
 import xpu_lite
 from tests.conftest import DEVICES, assert_bitwise, skip_unless
+from xpu_lite._torch_compat import has_device_kernel
 
 OP_CALL = "torch.ops.aten._fused_rms_norm.default("
 
@@ -58,7 +59,13 @@ def _not_decompose_training(device: str, dynamic: bool | None) -> None:
         expected.backward(grad_out)
         assert_bitwise(out, expected)
         assert_bitwise(x.grad, x_eager.grad)
-    assert xpu_lite.counters.forward_graphs == 1
+    if dynamic and has_device_kernel(torch.ops.aten._fused_rms_norm.default, device):
+        # f uses rstd (z[1]), so eager's derivative formula on a device where the op has its
+        # own kernel is infinitely_differentiable_native_rms_norm_backward, which reads sizes
+        # as ints while tracing: every size recompiles (README, known limitation, upstream)
+        assert xpu_lite.counters.forward_graphs == 3
+    else:
+        assert xpu_lite.counters.forward_graphs == 1
 
 
 def _make(device: str, body, dynamic: bool | None):
