@@ -479,3 +479,37 @@ def test_special_values_match_eager(device: str, name: str) -> None:
     zeros = expected == 0
     if name not in ZERO_SIGN_UNSPECIFIED:
         assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit()), "signed zeros"
+
+
+def test_cpu_zero_dim_tensors_beside_device_kernels(device: str) -> None:
+    """Eager mixes cpu 0-dim tensors with device tensors: a user's `torch.tensor(2.0)`, and
+    the scalar_tensor nodes decompositions make (renorm, softshrink, interpolate). A kernel
+    on the device cannot read or store host memory: such a node runs eagerly (reason
+    'other device') and a kernel reading it gets a copy on its device (was a Triton
+    'cpu tensor?' error on cuda)."""
+    if device == "cpu":
+        pytest.skip("on cpu every tensor is on the kernels' device")
+
+    def fn(x, s):
+        return F.softshrink(x, 0.5) * s + torch.renorm(x, 2, 0, 1.0)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 9):
+        x, s = torch.randn(n, 4, device=device), torch.tensor(2.0)
+        torch.testing.assert_close(compiled(x, s), fn(x, s), rtol=RTOL, atol=ATOL)
+    assert xpu_lite.counters.kernels_compiled >= 1
+
+
+def test_a_result_on_another_device_is_not_lowered() -> None:
+    """The decision itself, on cpu: a graph's tensors judged for kernels running elsewhere."""
+    from xpu_lite.config import parse_config
+    from xpu_lite.decomp import build_plan
+    from xpu_lite.lowering.partition import partition
+
+    gm = torch.fx.symbolic_trace(lambda x: torch.ops.aten.add.Tensor(torch.ops.aten.relu.default(x), 1))
+    for node in gm.graph.nodes:
+        node.meta["val"] = torch.empty(3)
+    decisions = partition(gm, build_plan(parse_config(None)), "cuda")
+    reasons = {d.reason.kind for d in decisions.values()}
+    assert reasons == {FallbackKind.OTHER_DEVICE}, decisions
+    assert all("cpu tensor, the kernels run on cuda" in str(d.reason) for d in decisions.values())

@@ -71,7 +71,7 @@ def compile_graph(
     """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`."""
     name = f"{graph}_{kind}"
     config = plan.config
-    decisions = partition(gm, plan)
+    decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
     try:
         code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)

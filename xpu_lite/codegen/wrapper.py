@@ -263,7 +263,7 @@ class _WrapperBuilder:
         self.constants.setdefault("_pick_block", pick_block)
         self.constants.setdefault("_index_type", index_type)
         self.constants.setdefault("_COUNTERS", COUNTERS)
-        args = [self.names[n] for n in group.external] + [self.names[n] for n in group.stored]
+        args = [self._on_device(n, group) for n in group.external] + [self.names[n] for n in group.stored]
         args += [name for name, kind in kernel_signature(kernel).items() if kind == "i32"]  # xnumel, rnumel, symbols
         tile = kernel.tile
         if tile is None:
@@ -337,6 +337,15 @@ class _WrapperBuilder:
     def _call_args(self, args: Iterable[Any], kwargs: dict[str, Any]) -> str:
         parts = [self._src(a) for a in args] + [f"{k}={self._src(v)}" for k, v in kwargs.items()]
         return ", ".join(parts)
+
+    def _on_device(self, node: torch.fx.Node, group: Group) -> str:
+        """A kernel input by name; a cpu 0-dim tensor read by a device kernel (an input, or a
+        decomposition's scalar_tensor that ran eagerly) is copied to the kernel's device."""
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.device.type == self.device_type:
+            return self.names[node]
+        device = group.stored[0].meta["val"].device
+        return f"{self.names[node]}.to({self._src(device)})"
 
     def _src(self, value: Any) -> str:
         if isinstance(value, sympy.Expr):

@@ -21,6 +21,7 @@ class FallbackKind(enum.Enum):
     NO_LOWERING = "no lowering"  # selected, but no Triton lowering accepts it
     DATA_DEPENDENT = "data dependent"  # reads tensor data on the host (item(), nonzero sizes)
     MUTATION = "mutation"  # writes an input in place
+    OTHER_DEVICE = "other device"  # its result lives on another device (a cpu 0-dim tensor)
     KERNEL_FAILED = "kernel failed"  # the kernel did not compile; group runs eagerly
 
 

@@ -44,15 +44,15 @@ def op_name(target: Any) -> str:
     return getattr(target, "__name__", repr(target))
 
 
-def partition(gm: torch.fx.GraphModule, plan: DecompPlan) -> dict[str, Decision]:
+def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str = "cpu") -> dict[str, Decision]:
     return {
-        node.name: decide(node, plan.config, plan.kept)
+        node.name: decide(node, plan.config, plan.kept, device_type)
         for node in gm.graph.nodes
         if node.op in ("call_function", "call_method", "call_module", "get_attr")
     }
 
 
-def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str]) -> Decision:
+def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device_type: str = "cpu") -> Decision:
     target = node.target
     name, op = node.name, op_name(target)
     note = _origin(node)
@@ -77,6 +77,11 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str]) -> Dec
         return fallback(FallbackKind.DATA_DEPENDENT, "result size or value depends on tensor data")
     if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
         return fallback(FallbackKind.MUTATION, "writes its inputs in place")
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor) and val.device.type != device_type:
+        # decompositions make cpu 0-dim tensors (scalar_tensor) that eager mixes with device
+        # tensors; a kernel on the device cannot store (or view) host memory
+        return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
     if can_view(node):
         return Decision(name, op, DecisionKind.VIEW, note=note)
     if LOWERINGS.can_lower(node):
