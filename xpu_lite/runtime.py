@@ -26,8 +26,8 @@ DEVICE_PREFERENCE = ("xpu", "cuda", "cpu")
 def device_available(device_type: str) -> bool:
     if device_type == "cpu":
         return True
-    module = getattr(torch, device_type, None)
-    return bool(module is not None and module.is_available())
+    is_available = getattr(getattr(torch, device_type, None), "is_available", None)
+    return bool(callable(is_available) and is_available())
 
 
 def best_device() -> torch.device:
