@@ -44,7 +44,7 @@ def op_name(target: Any) -> str:
     return getattr(target, "__name__", repr(target))
 
 
-def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str = "cpu") -> dict[str, Decision]:
+def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str) -> dict[str, Decision]:
     return {
         node.name: decide(node, plan.config, plan.kept, device_type)
         for node in gm.graph.nodes
@@ -52,7 +52,7 @@ def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str = "cp
     }
 
 
-def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device_type: str = "cpu") -> Decision:
+def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device_type: str) -> Decision:
     target = node.target
     name, op = node.name, op_name(target)
     note = _origin(node)
