@@ -1,6 +1,8 @@
 """The decomposition plan: regions, compile_ops, keep_ops and the policy table."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.fx.traceback as fx_traceback
@@ -234,7 +236,7 @@ def _grads(fn, inputs, *rest):
     leaves = [t.detach().clone().requires_grad_() for t in inputs]
     out = fn(*leaves, *rest)
     outs = [o for o in (out if isinstance(out, (list, tuple)) else [out]) if o.requires_grad]
-    loss = sum((o * torch.linspace(-1, 1, o.numel()).reshape(o.shape)).sum() for o in outs)
+    loss = sum((o * torch.linspace(-1, 1, o.numel(), device=o.device).reshape(o.shape)).sum() for o in outs)
     return [o.detach() for o in outs], list(torch.autograd.grad(loss, leaves))
 
 
@@ -319,3 +321,98 @@ def test_lite_training_of_a_composite_op_with_its_own_device_kernel(rms_norm_wit
         assert_bitwise(got_out, want_out)
         assert_bitwise(got_grads, want_grads)
     assert xpu_lite.counters.forward_graphs == (3 if uses_rstd else 1)
+
+
+def _norm_module(norm: str, device: str) -> torch.nn.Module:
+    if norm == "batch_norm":
+        return torch.nn.BatchNorm2d(4).to(device)
+    return torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).to(device)
+
+
+def _step(module, x):
+    """One training step's numbers: output and input gradient; the parameters' gradients
+    accumulate on the module. All of them are asked for, as .backward() does: the kernels
+    eager picks for a gradient can depend on which others are computed, and AOTAutograd
+    traces the backward for all of them."""
+    x = x.detach().clone().requires_grad_()
+    out = module(x)
+    (out * torch.linspace(-1, 1, out.numel(), device=out.device).reshape(out.shape)).sum().backward()
+    return out.detach(), x.grad
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("norm", ["batch_norm", "instance_norm"])
+def test_lite_norms_with_running_stats_are_eager_norms(device, norm, training) -> None:
+    """Outputs, gradients and running stats bitwise, for three sizes and one graph.
+    instance_norm updates its running stats through an alias its schema does not show: kept
+    as one node, the training backward recomputed its body and updated them a second time
+    (on cpu too). On cuda eager's batch_norm runs cuDNN, which torch._decomp rewrites to
+    native_batch_norm while tracing (1-2 ulps off in training on an H100); lite mode keeps
+    cuDNN, and cuDNN's reserve space must not pin the batch size."""
+    torch.manual_seed(0)
+    eager = _norm_module(norm, device).train(training)
+    with torch.no_grad():
+        eager.weight.uniform_(0.5, 1.5)
+        eager.bias.uniform_(-0.5, 0.5)
+        eager.running_mean.uniform_(-0.5, 0.5)
+        eager.running_var.uniform_(0.5, 1.5)
+    lite = copy.deepcopy(eager)
+    compiled = torch.compile(lite, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (3, 5, 7):
+        x = torch.randn(n, 4, 6, 6, device=device)
+        if n == 3:
+            got, (forward, *_) = xpu_lite.run_and_get_code(_step, compiled, x)
+        else:
+            got = _step(compiled, x)
+        assert_bitwise(list(got), list(_step(eager, x)))
+        for name in ("running_mean", "running_var", "weight", "bias"):
+            assert_bitwise(getattr(lite, name), getattr(eager, name))
+        assert_bitwise([lite.weight.grad, lite.bias.grad], [eager.weight.grad, eager.bias.grad])
+    if device == "cuda" and torch.backends.cudnn.is_available():
+        kept = "_batch_norm_with_update_functional.default(" if training else "cudnn_batch_norm.default("
+        assert kept in forward
+    assert xpu_lite.counters.forward_graphs == 1
+
+
+def test_a_composite_op_writing_its_inputs_is_decomposed_per_call() -> None:
+    """instance_norm stays one node without running stats; with them it cannot (hidden
+    in-place update), and keeping it by keep_ops is refused with the reason."""
+    op = aten.instance_norm.default
+    x, rm, rv = torch.randn(2, 3, 4), torch.zeros(3), torch.ones(3)
+    plain = (x, None, None, None, None, True, 0.1, 1e-5, False)
+    with_stats = (x, None, None, rm, rv, True, 0.1, 1e-5, False)
+    plan = build_plan(parse_config("lite", {}))
+    assert op in plan.preserved_cia
+    assert not plan.decomposes_call(op, plain, {})
+    assert plan.decomposes_call(op, with_stats, {})
+    assert plan.decomposes_call(op, plain[:3], {"running_mean": rm, "running_var": rv, "use_input_stats": True,
+                                                "momentum": 0.1, "eps": 1e-5, "cudnn_enabled": False})
+    keeping = build_plan(parse_config("lite", {"keep_ops": ["aten.instance_norm"]}))
+    assert not keeping.decomposes_call(op, plain, {})
+    with pytest.raises(ValueError, match=r"keep_ops: aten.instance_norm.default cannot be kept .* running_mean, running_var"):
+        keeping.decomposes_call(op, with_stats, {})
+
+
+def test_the_cudnn_batch_norm_rewrite_updates_the_running_stats_as_eager() -> None:
+    """The lite kernel for cudnn_batch_norm (training, running stats) calls
+    _batch_norm_with_update; on cpu that is the native kernel, which torch._decomp's rewrite
+    (native_batch_norm) also runs: same outputs and the same in-place running-stat update
+    show that arguments and results map one to one. cuDNN itself: the cuda test above."""
+    from torch._decomp.decompositions import cudnn_batch_norm as upstream
+
+    from xpu_lite.decomp.cudnn import cudnn_batch_norm_kernel
+
+    torch.manual_seed(0)
+    x, w, b = torch.randn(3, 4, 5, 5), torch.rand(4) + 0.5, torch.randn(4)
+    before = [torch.randn(4), torch.rand(4) + 0.5]
+    stats, lite_stats = [t.clone() for t in before], [t.clone() for t in before]
+    kernel = cudnn_batch_norm_kernel(lambda op: False, "cpu", upstream)
+    got = kernel(x, w, b, *lite_stats, True, 0.3, 1e-3)
+    want = upstream(x, w, b, *stats, True, 0.3, 1e-3)
+    assert len(got) == len(want) == 4
+    assert_bitwise(list(got[:3]), list(want[:3]))
+    assert got[3].dtype == want[3].dtype == torch.uint8
+    assert_bitwise(lite_stats, stats)
+    assert not any(torch.equal(t, b) for t, b in zip(lite_stats, before))  # updated in place, as eager
+    decomposed = cudnn_batch_norm_kernel(lambda op: True, "cpu", upstream)(x, w, b, *lite_stats, True, 0.3, 1e-3)
+    assert_bitwise(list(decomposed[:3]), list(upstream(x, w, b, *stats, True, 0.3, 1e-3)[:3]))

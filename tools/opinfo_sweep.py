@@ -113,8 +113,8 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
     from xpu_lite.backend import xpu_lite_backend
     from xpu_lite.report import capture
 
-    def fn(x, *args):
-        return op.op(x, *args, **sample.kwargs)
+    def fn(x, *args, **kwargs):
+        return op.op(x, *args, **kwargs)
 
     failures: list[Exception] = []
 
@@ -210,23 +210,26 @@ def _aot_eager_fails(fn, sample, training: bool) -> str | None:
 
 
 def _run(fn, sample, training: bool):
-    """Outputs (and, in training, input grads of a fixed weighted sum of the outputs)."""
-    x, args = tree_map(
+    """Outputs (and, in training, input grads of a fixed weighted sum of the outputs), and
+    the input tensors that do not require grad as they are afterwards: an op may update
+    some in place (instance_norm's running stats), and must do so exactly once."""
+    x, args, kwargs = tree_map(
         lambda t: t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t,
-        (sample.input, sample.args),
+        (sample.input, sample.args, sample.kwargs),
     )
     torch.manual_seed(0)  # random ops must draw the same numbers in both runs
-    out = fn(x, *args)
+    out = fn(x, *args, **kwargs)
+    plain = [t for t in tree_flatten((x, args, kwargs))[0] if isinstance(t, torch.Tensor) and not t.requires_grad]
     if not training:
-        return out
+        return out, plain
     outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor) and o.requires_grad]
     if not outs:
         return None
     gen = torch.Generator().manual_seed(1)
     # float32 draws, so a float64 reference run weighs its outputs as the low-precision run did
     loss = sum((o * torch.randn(o.shape, generator=gen).to(o.device, o.dtype)).sum() for o in outs)
-    leaves = [t for t in tree_flatten((x, args))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
-    return [o.detach() for o in outs], list(torch.autograd.grad(loss, leaves, allow_unused=True))
+    leaves = [t for t in tree_flatten((x, args, kwargs))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    return [o.detach() for o in outs], list(torch.autograd.grad(loss, leaves, allow_unused=True)), plain
 
 
 def _compare(actual, expected, values: bool, tol, reference=None) -> str | None:

@@ -30,6 +30,9 @@ __all__ = [
     "enable_python_dispatcher",
     "free_unbacked_symbols",
     "override_cia_kernels",
+    "override_autograd_kernel",
+    "call_past_python_kernels",
+    "override_fake_rules",
     "preservable_cia_ops",
     "PythonPrinter",
     "sym_expr",
@@ -158,6 +161,78 @@ def override_cia_kernels(
             op._dispatch_cache.clear()
         for op in fake_rules:
             fake_impls.op_implementations_dict.pop(op, None)
+
+
+@contextlib.contextmanager
+def override_autograd_kernel(
+    op: torch._ops.OpOverload, device_type: str, make_kernel: Callable[[Callable[..., Any] | None], Callable[..., Any]]
+) -> Iterator[None]:
+    """Install a python-dispatcher kernel on `op`'s autograd key for one device type, for
+    the duration of one trace. `make_kernel` gets the python kernel that was there before
+    (torch._decomp's on the Autograd alias key, or None) so that it can defer to it.
+    Needs `enable_python_dispatcher()` around the trace."""
+    key = _AUTOGRAD_KEY[device_type]
+    saved = op.py_kernels.copy()
+    try:
+        previous = op.py_kernels.get(key, op.py_kernels.get(DK.Autograd))
+        op.py_kernels[key] = make_kernel(previous)
+        op._dispatch_cache.clear()
+        yield
+    finally:
+        op.py_kernels.clear()
+        op.py_kernels.update(saved)
+        op._dispatch_cache.clear()
+
+
+def call_past_python_kernels(op: torch._ops.OpOverload, device_type: str, *args: Any) -> Any:
+    """Call `op` with the python-dispatcher kernels on its autograd keys set aside: the
+    dispatcher's own autograd kernel records it as itself, differentiated by its derivative
+    formula (what eager does)."""
+    keys = [k for k in (DK.Autograd, _AUTOGRAD_KEY[device_type]) if k in op.py_kernels]
+    saved = {k: op.py_kernels.pop(k) for k in keys}
+    op._dispatch_cache.clear()
+    try:
+        return op(*args)
+    finally:
+        op.py_kernels.update(saved)
+        op._dispatch_cache.clear()
+
+
+@contextlib.contextmanager
+def override_fake_rules(rules: dict[torch._ops.OpOverload, Callable[..., Any]]) -> Iterator[None]:
+    """Replace, for one trace, how FakeTensorMode propagates these ops (it prefers
+    torch._decomp's table whenever sizes are symbolic)."""
+    saved = {op: decomposition_table.get(op) for op in rules}
+    decomposition_table.update(rules)
+    try:
+        yield
+    finally:
+        for op, rule in saved.items():
+            if rule is None:
+                decomposition_table.pop(op, None)
+            else:
+                decomposition_table[op] = rule
+
+
+def native_batch_norm_helper(*args: Any) -> Any:
+    """torch._decomp's batch norm body: (output, save_mean, save_rstd, new_running_mean, new_running_var)."""
+    from torch._decomp.decompositions import native_batch_norm_helper as helper
+
+    return helper(*args)
+
+
+def runtime_sized_empty(like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A 1-D tensor whose length only the running kernel knows (cuDNN's reserve space, sized
+    from its tensor descriptor): an unbacked size while tracing with a ShapeEnv, so that no
+    input size is specialized for it; length 0 without one."""
+    from torch._guards import detect_fake_mode
+
+    shape_env = getattr(detect_fake_mode([like]), "shape_env", None)
+    if shape_env is None:
+        return like.new_empty((0,), dtype=dtype)
+    length = shape_env.create_unbacked_symint()
+    torch._check(length >= 0)
+    return like.new_empty((length,), dtype=dtype)
 
 
 class AliasingCompositeOp(RuntimeError):

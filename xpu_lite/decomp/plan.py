@@ -18,13 +18,19 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .. import _torch_compat as compat
 from ..config import LiteConfig
-from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, policy
+from .cudnn import eager_cudnn_batch_norm
+from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, policy, writes_inputs
 from .regions import REGION_KEY, annotated
 
 COMPILE_OPS_TAG = "xpu_lite:compile_ops"
 _ALIASING = (
     "cannot be kept as one node: it is a CompositeImplicitAutograd op that aliases or mutates "
     "its inputs, and functionalization needs it decomposed"
+)
+
+_HIDDEN_WRITE = (
+    "cannot be kept as one node when {} are given: its composite body updates them in place, "
+    "which its schema does not say, and functionalization needs it decomposed"
 )
 
 
@@ -42,6 +48,15 @@ class DecompPlan:
         if not self.config.lite or op in self.config.compile_ops:
             return True
         return REGION_KEY in compat.current_annotation()
+
+    def decomposes_call(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """`decomposes(op)` for one call: a call that writes to inputs behind its schema's back
+        (policy.HIDDEN_WRITES) cannot stay one node anywhere."""
+        if writes_inputs(op, args, kwargs):
+            if op in self.config.keep_ops:
+                raise ValueError(f"xpu_lite: keep_ops: {op} {_HIDDEN_WRITE.format(', '.join(HIDDEN_WRITES[op]))}")
+            return True
+        return self.decomposes(op)
 
     def without_preserving(self, op: torch._ops.OpOverload) -> DecompPlan:
         """The plan with `op` decomposed: its body turned out to return views of its inputs."""
@@ -82,9 +97,14 @@ def build_plan(config: LiteConfig) -> DecompPlan:
 
 @contextlib.contextmanager
 def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
-    """Apply the plan to the CIA ops for the duration of one AOTAutograd trace."""
+    """Apply the plan to the CIA ops (and to cuDNN batch norm, `cudnn.py`) for the duration
+    of one AOTAutograd trace."""
     kernels = {op: (_autograd_kernel(plan, op), _gated(plan, op, compat.cia_decomposition(op))) for op in plan.preserved_cia}
-    with compat.enable_python_dispatcher(), compat.override_cia_kernels(kernels, [device_type]):
+    with (
+        compat.enable_python_dispatcher(),
+        compat.override_cia_kernels(kernels, [device_type]),
+        eager_cudnn_batch_norm(plan.decomposes, device_type),
+    ):
         yield
 
 
@@ -99,7 +119,7 @@ def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., A
     """Table entry and CIA kernel alike: decompose when selected, else keep the op."""
 
     def decompose_if_selected(*args: Any, **kwargs: Any) -> Any:
-        if not plan.decomposes(op):
+        if not plan.decomposes_call(op, args, kwargs):
             return NotImplemented  # make_fx keeps the op as one node
         with _selected(plan, op):
             return fn(*args, **kwargs)
@@ -111,7 +131,7 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..
     original = compat.cia_decomposition(op)
 
     def autograd_kernel(*args: Any, **kwargs: Any) -> Any:
-        if plan.decomposes(op):
+        if plan.decomposes_call(op, args, kwargs):
             with _selected(plan, op):
                 return original(*args, **kwargs)  # the composite body, differentiated op by op
         flat, spec = tree_flatten((args, kwargs))

@@ -57,6 +57,26 @@ ALIASING_CIA: frozenset[torch._ops.OpOverload] = frozenset({
 })
 
 
+# Functional by their schema, but their composite bodies write to some inputs when these
+# are given: instance_norm updates running_mean/running_var in place (through an alias),
+# also with use_input_stats=False (the mean of the batch's repeated copies). Kept as one
+# node, functionalization would not see the write, and a training graph's backward, which
+# recomputes the body, would write a second time. Lite mode decomposes such calls, as the
+# dispatcher does; calls without those inputs stay one node.
+HIDDEN_WRITES: dict[torch._ops.OpOverload, tuple[str, ...]] = {
+    aten.instance_norm.default: ("running_mean", "running_var"),
+}
+
+
+def writes_inputs(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Does this call of a CompositeImplicitAutograd op write to an input its schema calls read-only?"""
+    names = HIDDEN_WRITES.get(op)
+    if not names:
+        return False
+    bound = dict(zip((a.name for a in op._schema.arguments), args), **kwargs)
+    return any(bound.get(name) is not None for name in names)
+
+
 # Composite bodies that compute differently when an input requires grad: eager's
 # `_may_require_fw_or_bw_grad` makes eigvalsh/svdvals compute vectors too (other last bits).
 # A kept node runs under no_grad in the compiled forward, so in training, when an input
