@@ -133,7 +133,7 @@ def override_cia_kernels(
     types = sorted({*device_types, "cpu", "meta"})
     saved: dict[torch._ops.OpOverload, dict[Any, Any]] = {}
     fake_rules: list[torch._ops.OpOverload] = []
-    refs: dict[torch._ops.OpOverload, Callable[..., Any]] = {}
+    ref_rules: dict[torch._ops.OpOverload, Callable[..., Any]] = {}  # FakeTensorMode: body first
     try:
         for op, (autograd_kernel, cia_kernel) in kernels.items():
             original = cia_decomposition(op)
@@ -150,11 +150,10 @@ def override_cia_kernels(
                 fake_impls.op_implementations_dict[op] = _fake_rule(body)
                 fake_rules.append(op)
             if op in decomposition_table:
-                refs[op] = decomposition_table[op]
-                decomposition_table[op] = _body_or_ref(body, refs[op])
-        yield
+                ref_rules[op] = _body_or_ref(body, decomposition_table[op])
+        with override_fake_rules(ref_rules):
+            yield
     finally:
-        decomposition_table.update(refs)
         for op, table in saved.items():
             op.py_kernels.clear()
             op.py_kernels.update(table)
