@@ -3,7 +3,7 @@
 # and install xpu_lite into it in editable mode. Idempotent: a stamp records what is in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REQS="torch==2.13.0 triton==3.9.0 pytest numpy expecttest"
+REQS="torch==2.13.0 triton==3.9.0 pytest pytest-xdist numpy expecttest"
 STAMP=".venv/.xpu_lite_bootstrap"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$REQS $(sha256sum setup.py | cut -c1-16)" ]; then
   exit 0
