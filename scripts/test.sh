@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 # two worker processes (pytest-xdist): about half the time on two cores; "-n 0" runs in one
-exec .venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2 "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 "$@"  # no path: pytest.ini's testpaths (tests/)
