@@ -26,7 +26,7 @@ def body_lines(source: str) -> list[str]:
 def test_stage_pipeline_without_dynamo() -> None:
     gm = make_fx(chain, tracing_mode="symbolic")(torch.randn(4, 6))
     decisions = partition(gm, build_plan(parse_config("lite")), "cpu")
-    code = generate_wrapper(gm, decisions, "stage")
+    code = generate_wrapper(gm, decisions, "stage", "cpu")
     assert "s" in code.source and ".size(0)" in code.source  # a size symbol bound from the input
     assert "torch.ops.aten.sym_size" not in code.source  # size arithmetic is plain Python
     call = load_wrapper(code)

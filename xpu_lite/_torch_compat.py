@@ -155,9 +155,7 @@ def override_cia_kernels(
             yield
     finally:
         for op, table in saved.items():
-            op.py_kernels.clear()
-            op.py_kernels.update(table)
-            op._dispatch_cache.clear()
+            _set_py_kernels(op, table)
         for op in fake_rules:
             fake_impls.op_implementations_dict.pop(op, None)
 
@@ -173,28 +171,30 @@ def override_autograd_kernel(
     key = _AUTOGRAD_KEY[device_type]
     saved = op.py_kernels.copy()
     try:
-        previous = op.py_kernels.get(key, op.py_kernels.get(DK.Autograd))
-        op.py_kernels[key] = make_kernel(previous)
-        op._dispatch_cache.clear()
+        _set_py_kernels(op, {**saved, key: make_kernel(saved.get(key, saved.get(DK.Autograd)))})
         yield
     finally:
-        op.py_kernels.clear()
-        op.py_kernels.update(saved)
-        op._dispatch_cache.clear()
+        _set_py_kernels(op, saved)
 
 
 def call_past_python_kernels(op: torch._ops.OpOverload, device_type: str, *args: Any) -> Any:
     """Call `op` with the python-dispatcher kernels on its autograd keys set aside: the
     dispatcher's own autograd kernel records it as itself, differentiated by its derivative
     formula (what eager does)."""
-    keys = [k for k in (DK.Autograd, _AUTOGRAD_KEY[device_type]) if k in op.py_kernels]
-    saved = {k: op.py_kernels.pop(k) for k in keys}
-    op._dispatch_cache.clear()
+    saved = op.py_kernels.copy()
+    autograd_keys = (DK.Autograd, _AUTOGRAD_KEY[device_type])
+    _set_py_kernels(op, {k: v for k, v in saved.items() if k not in autograd_keys})
     try:
         return op(*args)
     finally:
-        op.py_kernels.update(saved)
-        op._dispatch_cache.clear()
+        _set_py_kernels(op, saved)
+
+
+def _set_py_kernels(op: torch._ops.OpOverload, table: dict[Any, Any]) -> None:
+    """Replace `op`'s python-dispatcher kernels (the dict itself is the op's: kept, refilled)."""
+    op.py_kernels.clear()
+    op.py_kernels.update(table)
+    op._dispatch_cache.clear()
 
 
 @contextlib.contextmanager

@@ -74,7 +74,7 @@ def compile_graph(
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
     try:
-        code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels)
     except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
         if config.strict or not groups:
             raise
@@ -82,7 +82,7 @@ def compile_graph(
         for group in groups:
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
-        code = generate_wrapper(gm, decisions, name, groups, kernels, device_type)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels)
     report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
     write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))

@@ -69,9 +69,9 @@ def generate_wrapper(
     gm: torch.fx.GraphModule,
     decisions: dict[str, Decision],
     name: str,
+    device_type: str,
     groups: Sequence[Group] = (),
     kernels: dict[str, Any] | None = None,
-    device_type: str = "cpu",
 ) -> WrapperCode:
     return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type).build()
 
