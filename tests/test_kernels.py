@@ -384,6 +384,27 @@ def test_an_inline_scalar_a_fallback_reads_is_stored_even_when_the_run_is_empty(
     assert len(sources) == 3 and "tl.store(out_ptr0 + (0 * xindex)" in scale, sources
 
 
+def test_a_launch_is_checked_only_where_its_size_may_be_zero(device: str) -> None:
+    """A size the ShapeEnv proves at least 1 needs no check before its kernel's launch:
+    backed sizes are at least 2 (Dynamo specializes 0 and 1), and x[3:]'s s - 3 is at least
+    1 by Dynamo's guards. An unbacked size (a boolean mask's) may be 0 and keeps
+    `if xnumel > 0`; the graph runs with an empty mask without launching that kernel."""
+    def fn(x):
+        return x.sin() * 2, x[3:].cos(), x[x > 0].exp()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True), capture() as reports:
+        for x in (torch.randn(6, device=device), -torch.rand(7, device=device) - 1, torch.randn(9, device=device)):
+            for actual, expected in zip(compiled(x), fn(x), strict=True):
+                _close(actual, expected)
+    assert xpu_lite.counters.graphs_compiled == 1
+    lines = reports[0].source.splitlines()
+    launches = {line.split("# ")[-1] for line in lines if re.match(r"\s*kernel_\d+\[", line)}
+    checked = [lines[i + 3].split("# ")[-1] for i, line in enumerate(lines) if "if xnumel > 0:" in line]
+    assert sorted(launches) == ["kernel_0: sin, mul_1", "kernel_1: cos", "kernel_2: gt", "kernel_3: exp"], lines
+    assert checked == ["kernel_3: exp"], reports[0].source
+
+
 def test_symint_scalars_are_kernel_arguments(device: str) -> None:
     def fn(x: torch.Tensor, n: int) -> torch.Tensor:
         return (x * n + x.shape[0]).relu()

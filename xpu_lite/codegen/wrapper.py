@@ -271,15 +271,19 @@ class _WrapperBuilder:
         else:
             for name, size in (("znumel", tile.znumel), ("ynumel", tile.ynumel), ("xnumel", tile.xnumel)):
                 body.line(f"{name} = {pexpr(size)}", f"{kernel.name}: tiled over dim {tile.dim}")
+        fake = group.stored[0].meta["val"]  # its ShapeEnv knows the range of every size symbol
         if kernel.is_reduction:
             body.line(f"rnumel = {pexpr(kernel.rnumel)}", kernel.name)
-            if any(isinstance(v, ir.Reduce) and v.op in NEEDS_ELEMENTS for v in kernel.values):
+            needs_elements = any(isinstance(v, ir.Reduce) and v.op in NEEDS_ELEMENTS for v in kernel.values)
+            if needs_elements and not compat.provably_positive(kernel.rnumel, fake):
                 body.line("if rnumel == 0:", kernel.name)
                 with body.indent():
                     message = f"xpu_lite: {', '.join(kernel.nodes)}: cannot take the max/min of an empty dimension (as in eager)"
                     body.line(f"raise IndexError({message!r})")
         options = ", INDEX=index" + ("" if self.device_type == "cpu" else "".join(f", {k}={v!r}" for k, v in GPU_LAUNCH_OPTIONS.items()))
-        guard = not kernel.numel.is_number  # a symbolic size may be 0 at run time: launch nothing then
+        # a size that may be 0 at run time (unbacked, or a difference such as x[3:]'s): launch
+        # nothing then; a backed size is at least 2 (Dynamo specializes 0 and 1) and needs no check
+        guard = not compat.provably_positive(kernel.numel, fake)
         if guard:
             body.line("if xnumel > 0:" if tile is None else "if znumel * ynumel * xnumel > 0:", kernel.name)
         with body.indent() if guard else contextlib.nullcontext():
