@@ -36,6 +36,14 @@ def test_keep_ops_of_aliasing_cia_op_is_refused() -> None:
         build_plan(parse_config("lite", {"keep_ops": ["aten.reshape"]}))
 
 
+def test_cia_ops_returning_no_tensor_are_not_kept() -> None:
+    plan = build_plan(parse_config("lite"))
+    assert aten.item.default not in plan.preserved_cia and aten.is_nonzero.default not in plan.preserved_cia
+    assert aten._fused_rms_norm.default in plan.preserved_cia
+    with pytest.raises(ValueError, match="returns no tensor"):
+        build_plan(parse_config("lite", {"keep_ops": ["aten.item"]}))
+
+
 def upstream_region(x: torch.Tensor) -> torch.Tensor:
     y = F.hardsigmoid(x) + 1  # outside: stays aten.hardsigmoid
     with fx_traceback.annotate({"compile_with_inductor": 0}):

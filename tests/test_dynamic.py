@@ -1,6 +1,8 @@
 """Dynamic shapes: computed sizes, FloorDiv, data-dependent sizes, SymInt arguments."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -66,6 +68,34 @@ def test_item_scalar_is_bound_at_run_time(device: str) -> None:
         for value in (2, 5):
             x, k = torch.randn(4, device=device), torch.tensor(value, device=device)
             assert_bitwise(compiled(x, k), fn(x, k))
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:  # GPT-2's "gelu_new", as transformers writes it
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def scaled_by_item(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return x * (k.item() / 3.0) + 1
+
+
+@pytest.mark.parametrize("case", ["python_float_global", "float_item"])
+def test_python_float_math_is_eager_bitwise(device: str, case: str) -> None:
+    """dynamic=True makes Python floats (math.pi, a float tensor's item()) inputs, and
+    AOTAutograd's tensorify_python_scalars turns their math into float64 tensor math. That
+    pass looks for aten._local_scalar_dense: lite mode must not keep aten.item whole (it did:
+    math.pi was then specialized and rounded to float32, one ulp off eager)."""
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        if case == "python_float_global":
+            compiled = compile_lite(gelu_tanh)
+            for n in (8, 13):
+                x = torch.randn(3, n, device=device)
+                assert_bitwise(compiled(x), gelu_tanh(x))
+        else:
+            compiled = compile_lite(scaled_by_item)
+            for value in (0.1, 7.3):
+                x, k = torch.randn(5, device=device), torch.tensor(value, dtype=torch.float64, device=device)
+                assert_bitwise(compiled(x, k), scaled_by_item(x, k))
+    assert xpu_lite.counters.forward_graphs == 1, "recompiled"
 
 
 def test_symint_scalar_arguments(device: str) -> None:

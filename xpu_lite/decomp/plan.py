@@ -19,13 +19,18 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from .. import _torch_compat as compat
 from ..config import LiteConfig
 from .cudnn import eager_cudnn_batch_norm
-from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, policy, writes_inputs
+from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, policy, returns_tensors, writes_inputs
 from .regions import REGION_KEY, annotated
 
 COMPILE_OPS_TAG = "xpu_lite:compile_ops"
 _ALIASING = (
     "cannot be kept as one node: it is a CompositeImplicitAutograd op that aliases or mutates "
     "its inputs, and functionalization needs it decomposed"
+)
+
+_NOT_TENSORS = (
+    "cannot be kept as one node: it is a CompositeImplicitAutograd op that returns no tensor, "
+    "whose body is what eager runs on every device (aten.item is aten._local_scalar_dense)"
 )
 
 _HIDDEN_WRITE = (
@@ -82,10 +87,10 @@ def build_plan(config: LiteConfig) -> DecompPlan:
     decompose, keep = policy()
     kept = dict(keep)
     kept.update({op: "keep_ops option" for op in config.keep_ops})
-    preservable = compat.preservable_cia_ops() - ALIASING_CIA
+    preservable = frozenset(op for op in compat.preservable_cia_ops() - ALIASING_CIA if returns_tensors(op))
     for op in config.keep_ops:
         if compat.is_cia_op(op) and op not in preservable:
-            raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING}")
+            raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING if op in ALIASING_CIA else _NOT_TENSORS}")
     if config.lite:
         preserved = preservable
     else:  # default mode decomposes everything it can; only keep_ops need the override

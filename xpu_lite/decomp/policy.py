@@ -57,6 +57,24 @@ ALIASING_CIA: frozenset[torch._ops.OpOverload] = frozenset({
 })
 
 
+def returns_tensors(op: torch._ops.OpOverload) -> bool:
+    """Whether every result of `op` is a tensor (or an optional tensor, or a list of them).
+
+    CompositeImplicitAutograd ops that return a number, bool or size (`item`, `is_nonzero`,
+    `result_type`, ...) are not kept as one node: their bodies are what eager runs on every
+    device (`item` is `_local_scalar_dense`), and torch's own graph passes look for the
+    decomposed node (AOTAutograd's tensorify_python_scalars turns `_local_scalar_dense` of a
+    float input into tensor math; a kept `item` made it specialize the float instead, and
+    rounded `math.pi` to float32 under dynamic=True)."""
+    def is_tensor(t: Any) -> bool:
+        if isinstance(t, (torch.ListType, torch.OptionalType)):
+            t = t.getElementType()
+        return isinstance(t, torch.TensorType)
+
+    returns = op._schema.returns
+    return bool(returns) and all(is_tensor(r.type) for r in returns)
+
+
 # Functional by their schema, but their composite bodies write to some inputs when these
 # are given: instance_norm updates running_mean/running_var in place (through an alias),
 # also with use_input_stats=False (the mean of the batch's repeated copies). Kept as one
