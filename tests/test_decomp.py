@@ -256,8 +256,11 @@ def _grads(fn, inputs, *rest):
         (torch.linalg.svdvals, (5, 4), ()),
         (torch.linalg.cond, (4, 4), ()),
         (lambda x, t: F.nll_loss(x, t, reduction="none"), (6, 4), (torch.tensor([0, 3, 1, 2, 2, 0]),)),  # ref: 0-dim
+        # one tensor three times: its gradients sum inside the body, in eager's order
+        (lambda x: torch.einsum("ij,jk,kl->il", x, x, x), (6, 6), ()),
+        (lambda x: torch.linalg.multi_dot([x, x, x]), (6, 6), ()),
     ],
-    ids=["gradient", "eigvalsh", "svdvals", "cond", "nll_loss_none"],
+    ids=["gradient", "eigvalsh", "svdvals", "cond", "nll_loss_none", "einsum_same_tensor_thrice", "multi_dot_same_tensor_thrice"],
 )
 def test_lite_training_of_kept_composite_ops_is_bitwise_equal(fn, shape, rest) -> None:
     torch.manual_seed(0)

@@ -177,12 +177,25 @@ class _PreservedOp(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
+        # One leaf per distinct tensor: a tensor passed twice (sdpa(x, x, x)) is one input of
+        # the recomputed body, as in eager, so its gradients are summed inside the body in
+        # eager's order; its later positions get no gradient of their own.
         saved = iter(ctx.saved_tensors)
-        flat = [
-            next(saved).detach().requires_grad_(needs_grad) if is_tensor else const
-            for (is_tensor, needs_grad), const in zip(ctx.layout, ctx.constants)
-        ]
-        inputs = [x for x, (_, needs_grad) in zip(flat, ctx.layout) if needs_grad]
+        leaves: dict[int, torch.Tensor] = {}
+        flat: list[Any] = []
+        first: list[bool] = []  # per position: the first occurrence of a tensor that needs grad
+        for (is_tensor, needs_grad), const in zip(ctx.layout, ctx.constants):
+            if not is_tensor:
+                flat.append(const)
+                first.append(False)
+                continue
+            tensor = next(saved)
+            new = id(tensor) not in leaves
+            if new:
+                leaves[id(tensor)] = tensor.detach().requires_grad_(needs_grad)
+            flat.append(leaves[id(tensor)])
+            first.append(new and needs_grad)
+        inputs = [x for x, is_first in zip(flat, first) if is_first]
         args, kwargs = tree_unflatten(flat, ctx.spec)
         with torch.enable_grad():
             outs = ctx.original(*args, **kwargs)
@@ -192,4 +205,4 @@ class _PreservedOp(torch.autograd.Function):
             got = iter(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
         else:
             got = iter([None] * len(inputs))
-        return (None, None, None, *[next(got) if needs_grad else None for _, needs_grad in ctx.layout])
+        return (None, None, None, *[next(got) if is_first else None for is_first in first])
