@@ -259,15 +259,21 @@ def _grads(fn, inputs, *rest):
         # one tensor three times: its gradients sum inside the body, in eager's order
         (lambda x: torch.einsum("ij,jk,kl->il", x, x, x), (6, 6), ()),
         (lambda x: torch.linalg.multi_dot([x, x, x]), (6, 6), ()),
+        # a mask that requires grad (an intermediate: it does not in the compiled forward)
+        # takes the math path in eager, flash attention without grad
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=k.tanh()), [(2, 3, 8, 8)] * 3, ()),
     ],
-    ids=["gradient", "eigvalsh", "svdvals", "cond", "nll_loss_none", "einsum_same_tensor_thrice", "multi_dot_same_tensor_thrice"],
+    ids=[
+        "gradient", "eigvalsh", "svdvals", "cond", "nll_loss_none", "einsum_same_tensor_thrice",
+        "multi_dot_same_tensor_thrice", "sdpa_mask_requires_grad",
+    ],
 )
 def test_lite_training_of_kept_composite_ops_is_bitwise_equal(fn, shape, rest) -> None:
     torch.manual_seed(0)
-    x = torch.randn(shape)
+    xs = [torch.randn(s) for s in shape] if isinstance(shape, list) else [torch.randn(shape)]
     compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
-    got_out, got_grads = _grads(compiled, [x], *rest)
-    want_out, want_grads = _grads(fn, [x], *rest)
+    got_out, got_grads = _grads(compiled, xs, *rest)
+    want_out, want_grads = _grads(fn, xs, *rest)
     assert_bitwise(got_out, want_out)
     assert_bitwise(got_grads, want_grads)
 

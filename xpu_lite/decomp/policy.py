@@ -100,7 +100,12 @@ def writes_inputs(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> boo
 # A kept node runs under no_grad in the compiled forward, so in training, when an input
 # requires grad, lite mode runs their bodies op by op, exactly as eager autograd does
 # (found by running the OpInfo samples through every kept body with and without grad).
+# scaled_dot_product_attention picks its kernel by which inputs require grad (on cpu an
+# attn_mask that requires grad takes the math path, not flash; on cuda flash and efficient
+# attention have grad-only constraints): T5's learned position bias, an intermediate that
+# requires grad in eager and not in the compiled forward (found by training T5).
 GRAD_DEPENDENT_CIA: frozenset[torch._ops.OpOverload] = frozenset({
+    aten.scaled_dot_product_attention.default,
     aten.linalg_eigvalsh.default,
     aten.linalg_eigvals.default,
     aten.linalg_svdvals.default,
