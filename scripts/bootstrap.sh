@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Create .venv with the pinned torch (CPU build, from the local wheel cache) and triton,
 # and install xpu_lite into it in editable mode. Idempotent: a stamp records what is in it.
+# transformers (pure Python, no torch of its own) is for tests/test_tools.py and tools/hf_models.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REQS="torch==2.13.0 triton==3.9.0 pytest pytest-xdist numpy expecttest"
+REQS="torch==2.13.0 triton==3.9.0 pytest pytest-xdist numpy expecttest transformers==5.23.0"
 STAMP=".venv/.xpu_lite_bootstrap"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$REQS $(sha256sum setup.py | cut -c1-16)" ]; then
   exit 0

@@ -1,5 +1,7 @@
-"""tools/opinfo_sweep.py: the deeper OpInfo sweep runs and can fail."""
+"""tools/opinfo_sweep.py and tools/hf_models.py: the deeper sweeps run and can fail."""
 from __future__ import annotations
+
+import sys
 
 import pytest
 import torch
@@ -59,3 +61,25 @@ def test_bad_arguments_say_what_is_valid() -> None:
         sweep.main(["--dtype", "floaty"])
     with pytest.raises(SystemExit):
         sweep.main(["--ops", "no_such_op"])
+
+
+def test_hf_models_lite_is_bitwise_on_the_models_that_found_bugs(capsys) -> None:
+    """GPT-2 (gelu_new's math.pi under dynamic=True) and T5 (a position bias that requires
+    grad as sdpa's mask), inference and training, three lengths, one graph."""
+    pytest.importorskip("transformers", reason="tools/hf_models.py needs transformers (scripts/bootstrap.sh installs it)")
+    from tools import hf_models
+
+    assert hf_models.main(["--models", "gpt2,t5"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.count(" ok: bitwise, 1 graph(s)") == 3 and "2 models, 0 failed" in out, out  # gpt2 training: 2 graphs (a break)
+
+
+def test_hf_models_says_what_it_needs(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from tools import hf_models
+
+    with pytest.raises(SystemExit):
+        hf_models.main(["--models", "llama,no_such_model"])
+    assert "valid: llama, mistral" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import fails as if not installed
+    assert hf_models.main(["--models", "llama"]) == 2
+    assert "needs transformers" in capsys.readouterr().err
