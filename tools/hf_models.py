@@ -155,7 +155,7 @@ def _run(model: Any, ids: torch.Tensor, kwargs: dict[str, Any], training: bool) 
     if not training:
         with torch.no_grad():
             return [("logits", model(ids, **kwargs).logits)]
-    params = dict(model.named_parameters()) if hasattr(model, "named_parameters") else {}
+    params = dict(model.named_parameters())
     for p in params.values():
         p.grad = None
     loss = model(ids, labels=ids).loss
