@@ -21,13 +21,13 @@ def test_unknown_mode_lists_valid_ones() -> None:
 
 
 def test_unknown_option_lists_valid_ones() -> None:
-    with pytest.raises(ValueError, match="valid options: mode, compile_ops, keep_ops, debug_dir, strict"):
+    with pytest.raises(ValueError, match="valid options: mode, compile_ops, keep_ops, debug_dir, strict, reuse_buffers"):
         parse_config("lite", {"keep_opz": []})
 
 
 @pytest.mark.parametrize(
     "options",
-    [{"strict": "yes"}, {"debug_dir": 3}, {"keep_ops": 3}, {"compile_ops": [1.5]}],
+    [{"strict": "yes"}, {"reuse_buffers": 1}, {"debug_dir": 3}, {"keep_ops": 3}, {"compile_ops": [1.5]}],
 )
 def test_wrong_types(options: dict) -> None:
     with pytest.raises(TypeError):

@@ -17,7 +17,7 @@ from typing import Any
 import torch.fx
 
 from . import _torch_compat as compat
-from .codegen import generate_wrapper
+from .codegen import generate_wrapper, plan_inplace
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -73,8 +73,9 @@ def compile_graph(
     config = plan.config
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
+    inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
     try:
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace)
     except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
         if config.strict or not groups:
             raise
@@ -82,7 +83,7 @@ def compile_graph(
         for group in groups:
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace)
     report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
     write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))

@@ -16,7 +16,7 @@ import torch
 MODES: tuple[str, ...] = ("default", "lite")
 # "mode" is an option too: torch.compile refuses mode= and options= together, so lite mode
 # with options is spelled options={"mode": "lite", ...}.
-OPTIONS: tuple[str, ...] = ("mode", "compile_ops", "keep_ops", "debug_dir", "strict")
+OPTIONS: tuple[str, ...] = ("mode", "compile_ops", "keep_ops", "debug_dir", "strict", "reuse_buffers")
 
 # Environment settings (read here and nowhere else).
 ENV_DEBUG_DIR = "XPU_LITE_DEBUG_DIR"
@@ -33,6 +33,9 @@ class LiteConfig:
     keep_ops: frozenset[torch._ops.OpOverload] = frozenset()
     debug_dir: str | None = None
     strict: bool = False
+    # eager fallbacks write into a dead input where the in-place variant is the same kernel
+    # (codegen/inplace.py); False: every fallback is the call eager's trace made
+    reuse_buffers: bool = True
 
     @property
     def mode(self) -> str:
@@ -59,9 +62,10 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
     debug_dir = options.get("debug_dir", os.environ.get(ENV_DEBUG_DIR) or None)
     if debug_dir is not None and not isinstance(debug_dir, (str, os.PathLike)):
         raise TypeError(f"xpu_lite: option 'debug_dir' must be a path, got {type(debug_dir).__name__}")
-    strict = options.get("strict", False)
-    if not isinstance(strict, bool):
-        raise TypeError(f"xpu_lite: option 'strict' must be a bool, got {type(strict).__name__}")
+    strict, reuse_buffers = options.get("strict", False), options.get("reuse_buffers", True)
+    for option, value in (("strict", strict), ("reuse_buffers", reuse_buffers)):
+        if not isinstance(value, bool):
+            raise TypeError(f"xpu_lite: option {option!r} must be a bool, got {type(value).__name__}")
     compile_ops = resolve_ops(options.get("compile_ops", ()), "compile_ops")
     keep_ops = resolve_ops(options.get("keep_ops", ()), "keep_ops")
     both = compile_ops & keep_ops
@@ -74,6 +78,7 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
         keep_ops=keep_ops,
         debug_dir=None if debug_dir is None else os.fspath(debug_dir),
         strict=strict,
+        reuse_buffers=reuse_buffers,
     )
 
 

@@ -1,6 +1,7 @@
-"""Codegen stage: decisions -> the generated wrapper module (and, later, Triton kernels)."""
+"""Codegen stage: decisions -> the generated wrapper module and its Triton kernels."""
 from __future__ import annotations
 
+from .inplace import plan_inplace
 from .wrapper import WrapperCode, generate_wrapper
 
-__all__ = ["WrapperCode", "generate_wrapper"]
+__all__ = ["WrapperCode", "generate_wrapper", "plan_inplace"]

@@ -72,16 +72,18 @@ def generate_wrapper(
     device_type: str,
     groups: Sequence[Group] = (),
     kernels: dict[str, Any] | None = None,
+    inplace: dict[str, torch._ops.OpOverload] | None = None,
 ) -> WrapperCode:
-    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type).build()
+    """`inplace`: fallbacks emitted as their in-place variant on their first input (codegen/inplace.py)."""
+    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}).build()
 
 
 class _WrapperBuilder:
     def __init__(
         self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str,
-        groups: list[Group], kernels: dict[str, Any], device_type: str,
+        groups: list[Group], kernels: dict[str, Any], device_type: str, inplace: dict[str, torch._ops.OpOverload],
     ) -> None:
-        self.gm, self.decisions, self.name = gm, decisions, name
+        self.gm, self.decisions, self.name, self.inplace = gm, decisions, name, inplace
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
@@ -246,6 +248,9 @@ class _WrapperBuilder:
             body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", f"{node.name} (view)")
         elif kind is DecisionKind.UNPACK:
             body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
+        elif node.name in self.inplace:
+            call = f"{self._call_text(self.inplace[node.name])}({self._call_args(node.args, node.kwargs)})"
+            body.line(f"{var} = {call}", f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)")
         else:
             body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", node.name)
 
