@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402,F401  (registers the backend)
-from xpu_lite.demo import TransformerStack, per_call_seconds  # noqa: E402
+from xpu_lite.demo import TransformerStack, side_by_side_seconds  # noqa: E402
 from xpu_lite.report import format_table  # noqa: E402
 from xpu_lite.runtime import best_device  # noqa: E402
 
@@ -35,8 +35,9 @@ def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
 
 
 def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], backends: list[tuple[str, str | None]], repeat: int) -> list[tuple[str, ...]]:
-    """Compile time (best of two) and per-call time, with eager timed in alternating rounds
-    next to each backend: this machine is shared, so only side-by-side ratios mean much."""
+    """Compile time (best of two) and per-call time, each call of the backend next to a call
+    of eager (interleaved, median of `repeat` per size): this machine is shared, so only
+    side-by-side ratios mean much."""
     results: dict[str, tuple[float, float, float]] = {}
     for backend, mode in backends:
         compile_s = float("inf")
@@ -48,11 +49,8 @@ def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], ba
             compile_s = min(compile_s, time.perf_counter() - start)
         for x in inputs[1:]:
             compiled(x)
-        eager_rounds, compiled_rounds = [], []
-        for _ in range(5):
-            eager_rounds.append(sum(per_call_seconds(lambda x=x: model(x), repeat) for x in inputs))
-            compiled_rounds.append(sum(per_call_seconds(lambda x=x: compiled(x), repeat) for x in inputs))
-        eager, per_call = sorted(eager_rounds)[2], sorted(compiled_rounds)[2]
+        pairs = [side_by_side_seconds([lambda x=x: model(x), lambda x=x: compiled(x)], repeat) for x in inputs]
+        eager, per_call = (sum(column) for column in zip(*pairs))
         label = backend if mode is None else f"{backend} ({mode})"
         results[label] = (compile_s, per_call, eager)
         print(f"  {name:18s} {label:22s} compile {compile_s:7.2f} s   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms)", flush=True)
@@ -67,7 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
     parser.add_argument("--no-inductor", action="store_true", help="skip Inductor (needs a C++ compiler on CPU; slow to compile)")
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=200, help="interleaved calls per size")
     parser.add_argument("--write", default=None, help="append the table to this markdown file")
     args = parser.parse_args()
     device = torch.device(args.device) if args.device else best_device()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -55,14 +55,18 @@ class TransformerStack(torch.nn.Module):
         return x
 
 
-def per_call_seconds(fn: Callable[[], Any], repeat: int = 20) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def side_by_side_seconds(fns: Sequence[Callable[[], Any]], repeat: int = 20) -> list[float]:
+    """Median seconds per call of each function, the calls interleaved (a, b, a, b, ...) so
+    that changes in the machine's load hit every function alike."""
+    for fn in fns:
         fn()
-        samples.append(time.perf_counter() - start)
-    return sorted(samples)[len(samples) // 2]
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, times in zip(fns, samples):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    return [sorted(times)[len(times) // 2] for times in samples]
 
 
 def run_mode(model: torch.nn.Module, device: torch.device, mode: str | None, sizes: tuple[tuple[int, int], ...]) -> dict[str, Any]:
@@ -77,8 +81,8 @@ def run_mode(model: torch.nn.Module, device: torch.device, mode: str | None, siz
         compile_s = time.perf_counter() - start
         max_err = max((compiled(x) - model(x)).abs().max().item() for x in inputs)
         bitwise = all(torch.equal(compiled(x), model(x)) for x in inputs)
-        eager_s = sum(per_call_seconds(lambda x=x: model(x)) for x in inputs)
-        compiled_s = sum(per_call_seconds(lambda x=x: compiled(x)) for x in inputs)
+        pairs = [side_by_side_seconds([lambda x=x: model(x), lambda x=x: compiled(x)]) for x in inputs]
+        eager_s, compiled_s = (sum(column) for column in zip(*pairs))
     forward = [r for r in reports if r.kind != "backward"]
     return {
         "mode": mode or "default",
