@@ -3,7 +3,7 @@
 1. one aten call: eager `x + 1` vs `torch.ops.aten.add.Tensor(x, 1)` vs `OpOverload._op`;
 2. a compiled model: eager, the generated wrapper called directly, the function
    AOTAutograd returns (wrapper + its runtime wrapper), and the full torch.compile call
-   (+ Dynamo's guards), their calls interleaved (median of 500 each).
+   (+ Dynamo's guards), each timed in alternating rounds.
 
     python benchmarks/probe_overhead.py [--write docs/benchmarks.md]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite.backend as backend  # noqa: E402
-from xpu_lite.demo import TransformerStack, side_by_side_seconds  # noqa: E402
+from xpu_lite.demo import TransformerStack  # noqa: E402
 from xpu_lite.report import format_table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,6 +41,15 @@ def op_call_costs() -> list[tuple[str, str]]:
     }
     n = 100_000
     return [(name, f"{min(timeit.repeat(fn, number=n, repeat=3)) / n * 1e6:.2f}") for name, fn in calls.items()]
+
+
+def best_us(fn: Callable[[], Any], n: int = 200) -> float:
+    for _ in range(20):
+        fn()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n * 1e6
 
 
 def layers(name: str, model: Callable[..., Any], x: torch.Tensor) -> tuple[str, ...]:
@@ -73,8 +83,14 @@ def layers(name: str, model: Callable[..., Any], x: torch.Tensor) -> tuple[str, 
     finally:
         backend.load_wrapper, backend.compile_fx = load, compile_fx
     wrapper, wargs, aot, aargs = captured["wrapper"], captured["wrapper_args"], captured["aot"], captured["aot_args"]
-    layers = [lambda: model(x), lambda: wrapper(list(wargs)), lambda: aot(*aargs), lambda: compiled(x)]
-    return (name, *(f"{t * 1e6:.0f}" for t in side_by_side_seconds(layers, 500)))
+    rounds: dict[str, list[float]] = {"eager": [], "wrapper": [], "aot": [], "full": []}
+    for _ in range(5):
+        rounds["eager"].append(best_us(lambda: model(x)))
+        rounds["wrapper"].append(best_us(lambda: wrapper(list(wargs))))
+        rounds["aot"].append(best_us(lambda: aot(*aargs)))
+        rounds["full"].append(best_us(lambda: compiled(x)))
+    med = {k: sorted(v)[2] for k, v in rounds.items()}
+    return (name, *(f"{med[k]:.0f}" for k in ("eager", "wrapper", "aot", "full")))
 
 
 def main() -> int:
