@@ -201,6 +201,13 @@ def test_training_saves_what_backward_reads(device: str) -> None:
             assert len(sources) == 2 and "mul_.Tensor(" in sources[0] + sources[1], sources
 
 
+def test_explain_names_the_in_place_calls() -> None:
+    report = xpu_lite.explain(_pointwise, torch.randn(6, 5), mode="lite")
+    notes = [reason for *_, reason in report.rows() if "runs in place as" in reason]
+    assert len(notes) >= 14 and "runs in place as aten.mul_.Tensor" in str(report)
+    assert all(reason.startswith("outside region") for reason in notes)
+
+
 def test_reuse_buffers_false_calls_what_eager_traced(device: str) -> None:
     compiled = torch.compile(_pointwise, backend="xpu_lite", options={"mode": "lite", "reuse_buffers": False}, dynamic=True)
     x = torch.randn(9, 5, device=device)

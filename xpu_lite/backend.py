@@ -74,6 +74,9 @@ def compile_graph(
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
     inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
+    for node, op in inplace.items():  # explain() says so next to the fallback's reason
+        d = decisions[node]
+        decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, f"runs in place as {op}"))))
     try:
         code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace)
     except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
