@@ -15,7 +15,7 @@ from torch.testing._internal.common_methods_invocations import op_db
 
 import xpu_lite
 from xpu_lite.codegen import plan_inplace
-from xpu_lite.codegen.inplace import STRUCTURED_FRESH, STRUCTURED_INPLACE, _same_buffer
+from xpu_lite.codegen.inplace import STRUCTURED_FRESH, STRUCTURED_INPLACE, _op, _same_buffer
 from xpu_lite.config import parse_config
 from xpu_lite.decomp import build_plan
 from xpu_lite.lowering import partition
@@ -38,11 +38,6 @@ def _tags(entry: dict) -> list[str]:
     return [tags] if isinstance(tags, str) else tags
 
 
-def _overload(name: str) -> torch._ops.OpOverload:
-    base, _, overload = name.partition(".")
-    return getattr(getattr(aten, base), overload or "default")
-
-
 def test_every_pair_shares_one_structured_kernel() -> None:
     functions = _native_functions()
     for functional, inplace in STRUCTURED_INPLACE:
@@ -50,12 +45,12 @@ def test_every_pair_shares_one_structured_kernel() -> None:
         assert f.get("structured_delegate"), f"{functional} is not structured"
         assert f["structured_delegate"] == i.get("structured_delegate"), (functional, inplace)
         assert "pointwise" in _tags(f), f"{functional} is not pointwise"
-        fs, is_ = _overload(functional)._schema, _overload(inplace)._schema
+        fs, is_ = _op(functional)._schema, _op(inplace)._schema
         assert [(a.name, str(a.type)) for a in fs.arguments] == [(a.name, str(a.type)) for a in is_.arguments]
         assert is_.arguments[0].alias_info is not None and is_.arguments[0].alias_info.is_write
     for name in STRUCTURED_FRESH:
         assert functions[name].get("structured_delegate"), f"{name} is not structured"
-        assert not _overload(name)._schema.is_mutable
+        assert not _op(name)._schema.is_mutable
 
 
 def test_the_table_misses_no_structured_pointwise_pair() -> None:

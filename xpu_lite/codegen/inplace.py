@@ -65,7 +65,8 @@ STRUCTURED_FRESH: tuple[str, ...] = (
     "linalg_vector_norm", "mean.dim", "mm", "prod.dim_int", "sum.dim_IntList", "tril", "triu",
 )
 # Not structured, but `relu`/`relu_` are `clamp_min(self, 0)`/`clamp_min_(self, 0)` on CPU and
-# CUDA (aten/src/ATen/native/Activation.cpp); XPU registers its own relu, so not there.
+# CUDA (aten/src/ATen/native/Activation.cpp). XPU's relu comes from torch-xpu-ops, which
+# nothing here can check: there relu keeps its out-of-place call.
 RELU_DEVICES: tuple[str, ...] = ("cpu", "cuda")
 
 
