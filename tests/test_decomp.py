@@ -278,6 +278,36 @@ def test_lite_training_of_kept_composite_ops_is_bitwise_equal(fn, shape, rest) -
     assert_bitwise(got_grads, want_grads)
 
 
+def _lora(x, a, b):
+    return torch.matmul(x.transpose(0, 1), a @ b)  # 3-D non-contiguous @ a 2-D weight that requires grad
+
+
+def test_lite_training_runs_a_body_whose_steps_depend_on_requires_grad_op_by_op() -> None:
+    """matmul folds a 3-D operand into mm when the 2-D one requires grad (eager: the computed
+    weight `a @ b` does), bmm when it does not (the compiled forward runs under no_grad).
+    Found per call while tracing, with no list: the forward takes eager's steps."""
+    compiled = torch.compile(_lora, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (4, 7):
+        x, a, b = torch.randn(n, 3, 6), torch.randn(6, 2), torch.randn(2, 5)
+        (got_out, got_grads), sources = xpu_lite.run_and_get_code(lambda: _grads(lambda a, b: compiled(x, a, b), [a, b]))
+        forward = sources[0] if n == 4 else forward  # one graph for both sizes
+        want_out, want_grads = _grads(lambda a, b: _lora(x, a, b), [a, b])
+        assert_bitwise(got_out, want_out)
+        assert_bitwise(got_grads, want_grads)
+    assert xpu_lite.counters.forward_graphs == 1
+    calls = [line for line in forward.splitlines() if "torch.ops." in line]
+    assert sum("aten.matmul.default(" in line for line in calls) == 1, calls  # a @ b: its steps do not depend on grad
+    assert any("aten.mm.default(" in line for line in calls) and not any("bmm" in line for line in calls), calls
+
+
+def test_lite_training_keeps_a_body_whose_steps_do_not_depend_on_requires_grad() -> None:
+    linear = torch.nn.Linear(6, 5)
+    compiled = torch.compile(linear, backend="xpu_lite", mode="lite", dynamic=True)
+    x = torch.randn(4, 3, 6)
+    _, (forward, _) = xpu_lite.run_and_get_code(lambda: compiled(x).sum().backward())
+    assert "torch.ops.aten.linear.default(" in forward
+
+
 @pytest.fixture
 def rms_norm_with_cpu_kernel():
     """What a CUDA build has on cuda, here on cpu: aten._fused_rms_norm with a kernel of its

@@ -18,7 +18,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 from torch.utils._sympy.printers import PythonPrinter
 
 __all__ = [
@@ -111,6 +111,48 @@ def cia_decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
     from torch._export.utils import _get_decomp_for_cia
 
     return _get_decomp_for_cia(op)
+
+
+class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records each aten op a body dispatches, with its non-tensor arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[tuple[str, str]] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        # autograd's own queries and the detach of what it saves are no steps of the body
+        if func.namespace != "prim" and func is not torch.ops.aten.detach.default:
+            consts = [repr(a) for a in tree_flatten((args, kwargs))[0] if not isinstance(a, torch.Tensor)]
+            self.ops.append((str(func), ", ".join(consts)))
+        return func(*args, **kwargs)
+
+
+def body_steps(op: torch._ops.OpOverload, args: Any, kwargs: Any, keep_requires_grad: bool) -> list[tuple[str, str]] | None:
+    """The aten ops (and their non-tensor arguments) that `op`'s composite body dispatches on
+    fresh fake tensors with the metadata of those in (args, kwargs), outside the trace in
+    progress: with their requires_grad flags, or with none requiring grad. None where the
+    body cannot run that way (data-dependent sizes, ...)."""
+    flat, spec = tree_flatten((args, kwargs))
+    fake_mode = torch._guards.detect_fake_mode(flat)
+    if fake_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
+        return None
+    recorder = _OpRecorder()
+    try:
+        with torch.utils._python_dispatch._disable_current_modes(), torch._C._DisablePythonDispatcher():
+            with fake_mode:
+                fresh = [
+                    torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).requires_grad_(keep_requires_grad and x.requires_grad)
+                    if isinstance(x, torch.Tensor) else x
+                    for x in flat
+                ]
+            args2, kwargs2 = tree_unflatten(fresh, spec)
+            with torch.enable_grad(), fake_mode, recorder:
+                op._op_dk(DK.CompositeImplicitAutograd, *args2, **kwargs2)
+    except Exception:  # noqa: BLE001  (the caller keeps its default)
+        return None
+    return recorder.ops
 
 
 @contextlib.contextmanager

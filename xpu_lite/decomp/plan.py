@@ -104,7 +104,8 @@ def build_plan(config: LiteConfig) -> DecompPlan:
 def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     """Apply the plan to the CIA ops (and to cuDNN batch norm, `cudnn.py`) for the duration
     of one AOTAutograd trace."""
-    kernels = {op: (_autograd_kernel(plan, op), _gated(plan, op, compat.cia_decomposition(op))) for op in plan.preserved_cia}
+    verdicts: dict[Any, bool] = {}  # _grad_dependent per call signature, for this trace
+    kernels = {op: (_autograd_kernel(plan, op, verdicts), _gated(plan, op, compat.cia_decomposition(op))) for op in plan.preserved_cia}
     with (
         compat.enable_python_dispatcher(),
         compat.override_cia_kernels(kernels, [device_type]),
@@ -132,7 +133,7 @@ def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., A
     return decompose_if_selected
 
 
-def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..., Any]:
+def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict[Any, bool]) -> Callable[..., Any]:
     original = compat.cia_decomposition(op)
 
     def autograd_kernel(*args: Any, **kwargs: Any) -> Any:
@@ -141,7 +142,7 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..
                 return original(*args, **kwargs)  # the composite body, differentiated op by op
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            if op in GRAD_DEPENDENT_CIA:
+            if op in GRAD_DEPENDENT_CIA or _grad_dependent(op, args, kwargs, verdicts):
                 return original(*args, **kwargs)  # what eager runs when grad is required
             out = _PreservedOp.apply(op, original, spec, *flat)
             return list(out) if _returns_list(op) else out
@@ -149,6 +150,22 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..
             return op(*args, **kwargs)
 
     return autograd_kernel
+
+
+def _grad_dependent(op: torch._ops.OpOverload, args: Any, kwargs: Any, verdicts: dict[Any, bool]) -> bool:
+    """Whether this call's body takes other steps when its inputs do not require grad, as
+    intermediates do not in the compiled forward (matmul folds a 3-D operand into mm when
+    the 2-D one requires grad, bmm otherwise). Calls alike in every argument's metadata
+    (each layer's linear) share one verdict."""
+    key = (op, *(
+        (str(x.shape), str(x.stride()), x.dtype, x.device, x.requires_grad) if isinstance(x, torch.Tensor) else repr(x)
+        for x in tree_flatten((args, kwargs))[0]
+    ))
+    if key not in verdicts:
+        eager = compat.body_steps(op, args, kwargs, keep_requires_grad=True)
+        forward = compat.body_steps(op, args, kwargs, keep_requires_grad=False)
+        verdicts[key] = eager is not None and forward is not None and eager != forward
+    return verdicts[key]
 
 
 def _returns_list(op: torch._ops.OpOverload) -> bool:

@@ -104,6 +104,10 @@ def writes_inputs(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> boo
 # attn_mask that requires grad takes the math path, not flash; on cuda flash and efficient
 # attention have grad-only constraints): T5's learned position bias, an intermediate that
 # requires grad in eager and not in the compiled forward (found by training T5).
+# Any other body is checked per call while tracing (plan._grad_dependent: its steps on fake
+# tensors with and without requires_grad); these stay listed because fakes cannot show
+# their difference (fake tensors are subclass-like, which `_may_require_fw_or_bw_grad`
+# counts as requiring grad) or because a device's kernel choice may not run on fakes.
 GRAD_DEPENDENT_CIA: frozenset[torch._ops.OpOverload] = frozenset({
     aten.scaled_dot_product_attention.default,
     aten.linalg_eigvalsh.default,
