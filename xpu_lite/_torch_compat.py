@@ -6,6 +6,7 @@ torch 2.13 (CI pin); the imports below are the contract.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -135,10 +136,15 @@ def body_steps(op: torch._ops.OpOverload, args: Any, kwargs: Any, keep_requires_
     progress: with their requires_grad flags, or with none requiring grad. None where the
     body cannot run that way (data-dependent sizes, ...)."""
     flat, spec = tree_flatten((args, kwargs))
-    fake_mode = torch._guards.detect_fake_mode(flat)
-    if fake_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
+    tracing_mode = torch._guards.detect_fake_mode(flat)
+    if tracing_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
         return None
+    # a mode of its own over the trace's ShapeEnv: the sizes stay the trace's symbols
+    fake_mode = torch._subclasses.fake_tensor.FakeTensorMode(shape_env=tracing_mode.shape_env)
     recorder = _OpRecorder()
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)  # a body that cannot run here is an answer (None), not an error to log
     try:
         with torch.utils._python_dispatch._disable_current_modes(), torch._C._DisablePythonDispatcher():
             with fake_mode:
@@ -152,6 +158,8 @@ def body_steps(op: torch._ops.OpOverload, args: Any, kwargs: Any, keep_requires_
                 op._op_dk(DK.CompositeImplicitAutograd, *args2, **kwargs2)
     except Exception:  # noqa: BLE001  (the caller keeps its default)
         return None
+    finally:
+        fake_log.setLevel(level)
     return recorder.ops
 
 
