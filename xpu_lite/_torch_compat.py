@@ -130,12 +130,11 @@ class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def body_steps(op: torch._ops.OpOverload, args: Any, kwargs: Any, keep_requires_grad: bool) -> list[tuple[str, str]] | None:
+def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any, keep_requires_grad: bool) -> list[tuple[str, str]] | None:
     """The aten ops (and their non-tensor arguments) that `op`'s composite body dispatches on
-    fresh fake tensors with the metadata of those in (args, kwargs), outside the trace in
-    progress: with their requires_grad flags, or with none requiring grad. None where the
-    body cannot run that way (data-dependent sizes, ...)."""
-    flat, spec = tree_flatten((args, kwargs))
+    fresh fake tensors with the metadata of those in (args, kwargs) (flattened: `flat`,
+    `spec`), outside the trace in progress: with their requires_grad flags, or with none
+    requiring grad. None where the body cannot run that way (data-dependent sizes, ...)."""
     tracing_mode = torch._guards.detect_fake_mode(flat)
     if tracing_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
         return None

@@ -248,11 +248,10 @@ class _WrapperBuilder:
             body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", f"{node.name} (view)")
         elif kind is DecisionKind.UNPACK:
             body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
-        elif node.name in self.inplace:
-            call = f"{self._call_text(self.inplace[node.name])}({self._call_args(node.args, node.kwargs)})"
-            body.line(f"{var} = {call}", f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)")
         else:
-            body.line(f"{var} = {self._call_text(target)}({self._call_args(node.args, node.kwargs)})", node.name)
+            variant = self.inplace.get(node.name)
+            comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
+            body.line(f"{var} = {self._call_text(variant or target)}({self._call_args(node.args, node.kwargs)})", comment)
 
     def _emit_group(self, body: Emitter, group: Group) -> None:
         kernel = group.kernel

@@ -142,7 +142,7 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict
                 return original(*args, **kwargs)  # the composite body, differentiated op by op
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            if op in GRAD_DEPENDENT_CIA or _grad_dependent(op, args, kwargs, verdicts):
+            if op in GRAD_DEPENDENT_CIA or _grad_dependent(op, flat, spec, verdicts):
                 return original(*args, **kwargs)  # what eager runs when grad is required
             out = _PreservedOp.apply(op, original, spec, *flat)
             return list(out) if _returns_list(op) else out
@@ -152,18 +152,18 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict
     return autograd_kernel
 
 
-def _grad_dependent(op: torch._ops.OpOverload, args: Any, kwargs: Any, verdicts: dict[Any, bool]) -> bool:
+def _grad_dependent(op: torch._ops.OpOverload, flat: list[Any], spec: Any, verdicts: dict[Any, bool]) -> bool:
     """Whether this call's body takes other steps when its inputs do not require grad, as
     intermediates do not in the compiled forward (matmul folds a 3-D operand into mm when
     the 2-D one requires grad, bmm otherwise). Calls alike in every argument's metadata
     (each layer's linear) share one verdict."""
     key = (op, *(
         (str(x.shape), str(x.stride()), x.dtype, x.device, x.requires_grad) if isinstance(x, torch.Tensor) else repr(x)
-        for x in tree_flatten((args, kwargs))[0]
+        for x in flat
     ))
     if key not in verdicts:
-        eager = compat.body_steps(op, args, kwargs, keep_requires_grad=True)
-        forward = compat.body_steps(op, args, kwargs, keep_requires_grad=False)
+        eager = compat.body_steps(op, flat, spec, keep_requires_grad=True)
+        forward = compat.body_steps(op, flat, spec, keep_requires_grad=False)
         verdicts[key] = eager is not None and forward is not None and eager != forward
     return verdicts[key]
 
