@@ -34,16 +34,16 @@ def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], backends: list[tuple[str, str | None]], repeat: int) -> list[tuple[str, ...]]:
+def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], backends: list[tuple[str, dict[str, Any]]], repeat: int) -> list[tuple[str, ...]]:
     """Compile time (best of two) and per-call time, each call of the backend next to a call
     of eager (interleaved, median of `repeat` per size): this machine is shared, so only
     side-by-side ratios mean much."""
-    results: dict[str, tuple[float, float, float]] = {}
-    for backend, mode in backends:
+    results: dict[str, tuple[float, float, float, str]] = {}
+    for label, kwargs in backends:
         compile_s = float("inf")
         for _ in range(2):  # best of two: the first compile in a process also warms caches
             torch._dynamo.reset()
-            compiled = torch.compile(model, backend=backend, mode=mode, dynamic=True)
+            compiled = torch.compile(model, dynamic=True, **kwargs)
             start = time.perf_counter()
             compiled(inputs[0])
             compile_s = min(compile_s, time.perf_counter() - start)
@@ -51,13 +51,13 @@ def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], ba
             compiled(x)
         pairs = [side_by_side_seconds([lambda x=x: model(x), lambda x=x: compiled(x)], repeat) for x in inputs]
         eager, per_call = (sum(column) for column in zip(*pairs))
-        label = backend if mode is None else f"{backend} ({mode})"
-        results[label] = (compile_s, per_call, eager)
-        print(f"  {name:18s} {label:22s} compile {compile_s:7.2f} s   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms)", flush=True)
+        per_size = " ".join(f"{c / e:.2f}" for e, c in pairs)
+        results[label] = (compile_s, per_call, eager, per_size)
+        print(f"  {name:18s} {label:22s} compile {compile_s:7.2f} s   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms; per size {per_size})", flush=True)
     aot = results["aot_eager"][0]
     return [
-        (name, label, f"{c:.2f}", f"{c / aot:.2f}", f"{p * 1e3:.3f}", f"{p / e:.2f}")
-        for label, (c, p, e) in results.items()
+        (name, label, f"{c:.2f}", f"{c / aot:.2f}", f"{p * 1e3:.3f}", f"{p / e:.2f}", per_size)
+        for label, (c, p, e, per_size) in results.items()
     ]
 
 
@@ -71,9 +71,13 @@ def main() -> int:
     device = torch.device(args.device) if args.device else best_device()
     torch.manual_seed(0)
     torch.set_grad_enabled(False)
-    backends: list[tuple[str, str | None]] = [("aot_eager", None), ("xpu_lite", "lite")]
+    backends: list[tuple[str, dict[str, Any]]] = [
+        ("aot_eager", {"backend": "aot_eager"}),
+        ("xpu_lite (lite)", {"backend": "xpu_lite", "mode": "lite"}),
+        ("xpu_lite (lite, reuse_buffers=False)", {"backend": "xpu_lite", "options": {"mode": "lite", "reuse_buffers": False}}),
+    ]
     if not args.no_inductor:
-        backends.append(("inductor", None))
+        backends.append(("inductor", {"backend": "inductor"}))
     # On cpu a compiled region runs under the Triton interpreter; the per-call target is about
     # the wrapper (lite mode with no regions is all fallbacks), so cpu measures the block
     # without its region. On a GPU the block keeps its region.
@@ -85,7 +89,7 @@ def main() -> int:
     rows: list[tuple[str, ...]] = []
     for name, model, inputs in cases:
         rows += measure(name, model, inputs, backends, args.repeat)
-    header = ("case", "backend", "compile s", "compile / aot_eager", "per-call ms", "per-call / eager")
+    header = ("case", "backend", "compile s", "compile / aot_eager", "per-call ms", "per-call / eager", "per size / eager")
     table = format_table(header, rows)
     print("\n" + table)
     if args.write:
