@@ -4,6 +4,7 @@ tolerance (float32: rtol 1e-5, atol 1e-5); sizes are small (the CPU interpreter 
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -540,3 +541,43 @@ def test_a_result_on_another_device_is_not_lowered() -> None:
     reasons = {d.reason.kind for d in decisions.values()}
     assert reasons == {FallbackKind.OTHER_DEVICE}, decisions
     assert all("cpu tensor, the kernels run on cuda" in str(d.reason) for d in decisions.values())
+
+
+def _stretch(x: torch.Tensor) -> torch.Tensor:
+    return F.interpolate(x, scale_factor=1.7, mode="linear", align_corners=True) * 2
+
+
+def test_sizes_a_kernel_cannot_compute_are_computed_by_the_wrapper(device: str) -> None:
+    """A scale factor's output size, trunc(1.7 * float(s)), is no expression Triton can
+    compute (the kernel printed math.trunc and torch.sym_float, a NameError at run time): the
+    wrapper computes it and passes it as a size argument, one kernel for every size."""
+    compiled = torch.compile(_stretch, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7, 9):
+            x = torch.randn(2, 3, n, device=device)
+            _close(compiled(x), _stretch(x))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.kernels_compiled >= 1
+    for source in reports[0].kernels:
+        assert "math." not in source and "torch." not in source, source
+    wrapper = reports[0].source
+    assert re.search(r"kernel_\d+_size0 = math\.trunc\(", wrapper), wrapper
+
+
+def test_only_sizes_without_an_index_are_lifted_out_of_a_kernel() -> None:
+    import sympy
+    from torch.utils._sympy.functions import ToFloat, TruncToInt
+
+    from xpu_lite.lowering import ir
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    trunc = TruncToInt(1.7 * ToFloat(s0))
+    value = ir.Load("in_ptr0", ir.XINDEX + trunc, torch.float32)
+    kernel = ir.Kernel("kernel_0", 2 * s0, (ir.Buffer("in_ptr0", torch.float32, (3 * s0,), (1,)),),
+                       (ir.Buffer("out_ptr0", torch.float32, (2 * s0,), (1,)),), (value,),
+                       (ir.Store("out_ptr0", ir.XINDEX, 0),), ("n",))
+    lifted = ir.lift_sizes(kernel)
+    size0 = sympy.Symbol("kernel_0_size0", integer=True)
+    assert lifted.values[0].index == ir.XINDEX + size0 and lifted.lifted == ((size0, trunc),)
+    inside = dataclasses.replace(kernel, values=(ir.Load("in_ptr0", TruncToInt(1.7 * ToFloat(ir.XINDEX)), torch.float32),))
+    with pytest.raises(ir.IRError, match="not computable in a kernel"):
+        ir.lift_sizes(inside)

@@ -20,6 +20,7 @@ from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, ModularIndexing, PythonMod
 from torch.utils._sympy.printers import PythonPrinter
 
 __all__ = [
@@ -36,11 +37,19 @@ __all__ = [
     "override_fake_rules",
     "preservable_cia_ops",
     "PythonPrinter",
+    "KERNEL_INDEX_FUNCS",
+    "FloorDiv",
+    "ModularIndexing",
     "sym_expr",
     "cia_decomposition",
 ]
 
 DK = torch._C.DispatchKey
+
+# The sympy functions of size and index expressions that a Triton kernel computes as
+# PythonPrinter prints them (+, *, //, %, max, min on its int arguments); any other
+# (TruncToInt, ToFloat, ... of a scale factor's output size) is computed by the wrapper.
+KERNEL_INDEX_FUNCS = frozenset({sympy.Add, sympy.Mul, sympy.Pow, FloorDiv, ModularIndexing, PythonMod, Mod, Max, Min})
 _AUTOGRAD_KEY = {
     "cpu": DK.AutogradCPU,
     "cuda": DK.AutogradCUDA,

@@ -269,6 +269,8 @@ class _WrapperBuilder:
         self.constants.setdefault("_COUNTERS", COUNTERS)
         args = [self._on_device(n, group) for n in group.external] + [self.names[n] for n in group.stored]
         args += [name for name, kind in kernel_signature(kernel).items() if kind == "i32"]  # xnumel, rnumel, symbols
+        for symbol, expr in kernel.lifted:
+            body.line(f"{symbol} = {pexpr(expr)}", f"{kernel.name}: a size the kernel cannot compute")
         tile = kernel.tile
         if tile is None:
             body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)
@@ -386,7 +388,8 @@ def _group_symbols(group: Group) -> set[sympy.Symbol]:
     kernel = group.kernel
     exprs = [kernel.numel, *(e for b in kernel.outputs for e in (*b.sizes, *b.strides))]
     exprs += [b.extent() for b in kernel.inputs]  # for the launch's index dtype
-    return set(kernel.size_symbols) | set().union(*(e.free_symbols for e in exprs))
+    exprs += [e for _, e in kernel.lifted]
+    return (set(kernel.size_symbols) - {s for s, _ in kernel.lifted}) | set().union(*(e.free_symbols for e in exprs))
 
 
 def _exposed(val: Any) -> list[tuple[str, sympy.Expr]]:

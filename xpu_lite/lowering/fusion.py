@@ -18,9 +18,8 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
-from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-from .._torch_compat import provably_positive, sym_expr
+from .._torch_compat import FloorDiv, ModularIndexing, provably_positive, sym_expr
 from . import ir
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
@@ -446,7 +445,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
         name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
         tuple(n.name for n in members), rnumel, builder.tile,
     )
-    return Group(ir.verify(kernel), tuple(members), tuple(stored), tuple(builder.inputs))
+    return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
 
 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],

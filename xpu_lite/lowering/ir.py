@@ -15,6 +15,8 @@ import dataclasses
 import sympy
 import torch
 
+from .._torch_compat import KERNEL_INDEX_FUNCS
+
 XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
 RINDEX = sympy.Symbol("rindex", integer=True, nonnegative=True)
 YINDEX = sympy.Symbol("yindex", integer=True, nonnegative=True)
@@ -133,6 +135,7 @@ class Kernel:
     nodes: tuple[str, ...]  # FX nodes fused into this kernel
     rnumel: sympy.Expr | None = None  # reduced extent per row; None for a pointwise kernel
     tile: Tile | None = None  # pointwise kernels only: walked in 2D tiles
+    lifted: tuple[tuple[sympy.Symbol, sympy.Expr], ...] = ()  # arguments the wrapper computes (lift_sizes)
 
     @property
     def is_reduction(self) -> bool:
@@ -140,8 +143,7 @@ class Kernel:
 
     @property
     def size_symbols(self) -> tuple[sympy.Symbol, ...]:
-        exprs = [self.numel, *(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores)]
-        exprs += [v.expr for v in self.values if isinstance(v, SymValue)]
+        exprs = [self.numel, *self.kernel_exprs()]
         if self.rnumel is not None:
             exprs.append(self.rnumel)
         if self.tile is not None:
@@ -149,9 +151,48 @@ class Kernel:
         free = set().union(*(e.free_symbols for e in exprs)) - INDEX_SYMBOLS
         return tuple(sorted(free, key=str))
 
+    def kernel_exprs(self) -> list[sympy.Expr]:
+        """The expressions printed inside the kernel (the numels are arguments)."""
+        return [*(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores),
+                *(v.expr for v in self.values if isinstance(v, SymValue))]
+
 
 class IRError(RuntimeError):
     pass
+
+
+def lift_sizes(kernel: Kernel) -> Kernel:
+    """The kernel with each size subexpression Triton cannot compute (outside
+    KERNEL_INDEX_FUNCS, such as TruncToInt(1.7*ToFloat(s0)), an interpolate output size)
+    replaced by a new size argument, `<kernel>_size<i>`, that the wrapper computes."""
+    lifted: dict[sympy.Expr, sympy.Symbol] = {}
+
+    def visit(expr: sympy.Expr) -> None:
+        if expr.is_Atom:
+            return
+        if expr.func in KERNEL_INDEX_FUNCS and not (expr.is_Pow and not (expr.exp.is_Integer and expr.exp > 0)):
+            for arg in expr.args:
+                visit(arg)
+        elif expr.free_symbols & INDEX_SYMBOLS:
+            raise IRError(f"{kernel.name}: index expression {expr} is not computable in a kernel")
+        elif expr not in lifted:
+            lifted[expr] = sympy.Symbol(f"{kernel.name}_size{len(lifted)}", integer=True)
+
+    for expr in kernel.kernel_exprs():
+        visit(expr)
+    if not lifted:
+        return kernel
+
+    def sub(expr: sympy.Expr) -> sympy.Expr:
+        return expr.xreplace(lifted)
+
+    values = tuple(
+        dataclasses.replace(v, index=sub(v.index)) if isinstance(v, Load)
+        else dataclasses.replace(v, expr=sub(v.expr)) if isinstance(v, SymValue) else v
+        for v in kernel.values
+    )
+    stores = tuple(dataclasses.replace(s, index=sub(s.index)) for s in kernel.stores)
+    return dataclasses.replace(kernel, values=values, stores=stores, lifted=tuple((s, e) for e, s in lifted.items()))
 
 
 def verify(kernel: Kernel) -> Kernel:
