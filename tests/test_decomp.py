@@ -12,7 +12,8 @@ import xpu_lite
 import xpu_lite.decomp.plan
 from tests.conftest import assert_bitwise
 from xpu_lite.config import parse_config
-from xpu_lite.decomp import build_plan, policy, recompose
+from xpu_lite.decomp import build_plan, derivatives, policy, recompose
+from xpu_lite.decomp.policy import AUTOGRAD_REWRITES_LEFT_TO_TORCH, EAGER_AUTOGRAD
 from xpu_lite.lowering import DecisionKind, FallbackKind
 
 aten = torch.ops.aten
@@ -463,3 +464,126 @@ def test_the_cudnn_batch_norm_rewrite_updates_the_running_stats_as_eager() -> No
     assert not any(torch.equal(t, b) for t, b in zip(lite_stats, before))  # updated in place, as eager
     decomposed = cudnn_batch_norm_kernel(lambda op: True, "cpu", upstream)(x, w, b, *lite_stats, True, 0.3, 1e-3)
     assert_bitwise(list(decomposed[:3]), list(upstream(x, w, b, *stats, True, 0.3, 1e-3)[:3]))
+
+
+def _python_autograd_kernels_of_non_composite_ops() -> set[torch._ops.OpOverload]:
+    """aten ops with a python kernel on an Autograd key that are not composite in C++."""
+    found = set()
+    for name in torch._C._dispatch_get_all_op_names():
+        namespace, _, rest = name.partition("::")
+        base, _, overload = rest.partition(".")
+        packet = getattr(torch.ops.aten, base, None) if namespace == "aten" else None
+        op = getattr(packet, overload or "default", None) if packet is not None else None
+        if not isinstance(op, torch._ops.OpOverload) or xpu_lite._torch_compat.is_cia_op(op):
+            continue
+        if any(isinstance(k, torch._C.DispatchKey) and "Autograd" in k.name for k in op.py_kernels):
+            found.add(op)
+    return found
+
+
+def test_every_python_autograd_kernel_of_torch_is_passed_by_or_named() -> None:
+    assert _python_autograd_kernels_of_non_composite_ops() == EAGER_AUTOGRAD | AUTOGRAD_REWRITES_LEFT_TO_TORCH
+
+
+_SCALED = dict(scale_factor=1.7, align_corners=True)  # an output size computed from the input's: symbolic
+
+
+@pytest.mark.parametrize(
+    "fn, shape, backward_op",
+    [
+        (lambda x: F.interpolate(x, mode="bilinear", **_SCALED), (2, 3, 4, 5), "upsample_bilinear2d_backward"),
+        (lambda x: F.interpolate(x, mode="bicubic", **_SCALED), (2, 3, 4, 5), "upsample_bicubic2d_backward"),
+        (lambda x: F.interpolate(x, mode="linear", **_SCALED), (2, 3, 5), "upsample_linear1d_backward"),
+        (lambda x: F.interpolate(x, mode="trilinear", **_SCALED), (1, 2, 3, 4, 3), "upsample_trilinear3d_backward"),
+        (lambda x: F.interpolate(x, size=(5, 7), mode="nearest"), (2, 3, 4, 5), "upsample_nearest2d_backward"),
+        (lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest-exact"), (2, 3, 4), "_upsample_nearest_exact1d_backward"),
+        (lambda x: F.hardshrink(x, 0.3), (4, 5), "hardshrink_backward"),
+        (lambda x: F.softshrink(x, 0.3), (4, 5), "softshrink_backward"),
+        (lambda x: F.multi_margin_loss(x, torch.arange(x.shape[0]) % x.shape[1]), (4, 5), "multi_margin_loss_backward"),
+        (lambda x: F.multilabel_margin_loss(x, torch.ones_like(x, dtype=torch.long)), (4, 5), "multilabel_margin_loss_backward"),
+    ],
+    ids=["bilinear", "bicubic", "linear", "trilinear", "nearest", "nearest_exact", "hardshrink", "softshrink",
+         "multi_margin_loss", "multilabel_margin_loss"],
+)
+def test_lite_training_differentiates_as_eager_where_torch_registers_a_decomposition(fn, shape, backward_op) -> None:
+    """torch._decomp's python kernels on these ops' Autograd key would decompose them while
+    AOTAutograd traces (upsample's gradients came out a last bit off eager's); lite mode
+    records the op and its backward op, as eager runs them, one graph for every size."""
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    torch.manual_seed(0)
+    for n in (6, 9, 11):  # no size equal to another dim's (Dynamo's duck sizing would tie them)
+        x = torch.randn(n, *shape[1:])
+        if n == 6:
+            (got_out, got_grads), (_, backward) = xpu_lite.run_and_get_code(lambda: _grads(compiled, [x]))
+        else:
+            got_out, got_grads = _grads(compiled, [x])
+        want_out, want_grads = _grads(fn, [x])
+        assert_bitwise(got_out, want_out)
+        assert_bitwise(got_grads, want_grads)
+    assert f"torch.ops.aten.{backward_op}.default(" in backward
+    assert xpu_lite.counters.forward_graphs == 1
+
+
+def _shrink_in_region(x):
+    with xpu_lite.compile_region():
+        return F.hardshrink(x, 0.3) * 2
+
+
+def _shrink(x):
+    return F.hardshrink(x, 0.3) * 2
+
+
+@pytest.mark.parametrize("fn, options", [(_shrink_in_region, {})], ids=["region"])
+def test_selected_ops_torch_differentiates_by_a_decomposition_still_decompose(fn, options) -> None:
+    x = torch.randn(6, 5)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True, options={"mode": "lite", **options})
+    (got_out, got_grads), (forward, backward) = xpu_lite.run_and_get_code(lambda: _grads(compiled, [x]))
+    want_out, want_grads = _grads(fn, [x])
+    torch.testing.assert_close(got_out, want_out, rtol=0, atol=0)
+    torch.testing.assert_close(got_grads, want_grads, rtol=1e-6, atol=1e-6)
+    assert "hardshrink" not in forward + backward
+    assert xpu_lite.counters.kernels_compiled >= 2  # the decomposition's nodes are selected: kernels
+
+
+@pytest.mark.parametrize("op", sorted(derivatives.EAGER_CIA_BODIES, key=str), ids=str)
+@pytest.mark.parametrize("sizing", ["output_size", "scale_factors"])
+def test_eager_bodies_of_upsample_vec_overloads_are_their_cpp_bodies(op, sizing) -> None:
+    dims = int(str(op).split("d.vec")[0][-1])
+    x = torch.randn(2, 3, *range(4, 4 + dims))
+    size = [5 + d for d in range(dims)] if sizing == "output_size" else None
+    scales = [1.7 - 0.2 * d for d in range(dims)] if sizing == "scale_factors" else None
+    args = (x, size, True, scales) if "linear" in str(op) or "cubic" in str(op) else (x, size, scales)
+    body = derivatives.EAGER_CIA_BODIES[op]
+    assert_bitwise(body(*args), op(*args))
+
+
+@pytest.mark.parametrize("rule_op", sorted(derivatives.FAKE_RULES, key=str), ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "permuted"])
+def test_fake_rules_of_backward_ops_give_the_kernels_metadata(rule_op, layout) -> None:
+    """The fake rules stand in for meta kernels that cannot take symbolic sizes; each must
+    give the cpu kernel's sizes, dtype and strides (structured meta kernels are the same on
+    every device)."""
+    name = rule_op.name()
+    torch.manual_seed(0)
+    if "upsample" in name:
+        dims = int(name.split("d_backward")[0][-1])
+        out_size, in_size = [6] * dims, [2, 3] + [4] * dims
+        grad = torch.randn([2, 3] + out_size)
+        extra = (True,) if "linear" in name or "cubic" in name else ()
+        args = (out_size, in_size, *extra)
+    elif "shrink" in name:
+        grad, args = torch.randn(4, 5), (torch.randn(4, 5), 0.5)
+    elif "multi_margin" in name:
+        grad, args = torch.randn(4), (torch.randn(4, 5), torch.tensor([1, 2, 0, 3]), 1, 1.0, None, 0)
+    else:
+        target = torch.tensor([[1, 2, -1, 0, 0]] * 4)
+        x = torch.randn(4, 5)
+        grad, args = torch.randn(4), (x, target, 0, torch.ops.aten.multilabel_margin_loss_forward(x, target, 0)[1])
+    if layout == "channels_last" and grad.dim() in (4, 5):
+        grad = grad.contiguous(memory_format=torch.channels_last if grad.dim() == 4 else torch.channels_last_3d)
+    elif layout == "permuted":
+        grad = grad.permute(*reversed(range(grad.dim()))).contiguous().permute(*reversed(range(grad.dim())))
+        args = tuple(a.t().contiguous().t() if isinstance(a, torch.Tensor) and a.dim() == 2 and a.is_floating_point() else a for a in args)
+    want = rule_op(grad, *args)
+    got = derivatives.FAKE_RULES[rule_op](grad, *args)
+    assert (got.shape, got.dtype, got.stride()) == (want.shape, want.dtype, want.stride())

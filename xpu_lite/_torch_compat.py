@@ -123,6 +123,20 @@ def cia_decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
     return _get_decomp_for_cia(op)
 
 
+def upsample_output_size(input_size: Any, output_size: Any, scale_factors: Any) -> list[Any]:
+    """The output sizes an upsample `.vec` overload computes (C++ `compute_output_size`),
+    symbolic where the input's are."""
+    from torch._decomp.decompositions import upsample_compute_output_size
+
+    return list(upsample_compute_output_size(input_size, output_size, scale_factors))
+
+
+def suggest_memory_format(tensor: torch.Tensor) -> torch.memory_format:
+    from torch._prims_common import suggest_memory_format
+
+    return suggest_memory_format(tensor)
+
+
 class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
     """Records each aten op a body dispatches, with its non-tensor arguments."""
 
@@ -143,7 +157,8 @@ def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any, keep_requi
     """The aten ops (and their non-tensor arguments) that `op`'s composite body dispatches on
     fresh fake tensors with the metadata of those in (args, kwargs) (flattened: `flat`,
     `spec`), outside the trace in progress: with their requires_grad flags, or with none
-    requiring grad. None where the body cannot run that way (data-dependent sizes, ...)."""
+    requiring grad. None where the body cannot run that way (data-dependent sizes, ...).
+    Sizes a body reads as ints take their example values, and add no guard."""
     tracing_mode = torch._guards.detect_fake_mode(flat)
     if tracing_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
         return None
@@ -154,7 +169,12 @@ def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any, keep_requi
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # a body that cannot run here is an answer (None), not an error to log
     try:
-        with torch.utils._python_dispatch._disable_current_modes(), torch._C._DisablePythonDispatcher():
+        shape_env = tracing_mode.shape_env
+        # The probe must leave the trace as it found it: a body that reads a size as an int
+        # (upsample's C++ body does) would guard on it and pin every size of the graph.
+        no_guards = shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext()
+        no_symbols = shape_env.ignore_fresh_unbacked_symbols() if shape_env is not None else contextlib.nullcontext()
+        with torch.utils._python_dispatch._disable_current_modes(), torch._C._DisablePythonDispatcher(), no_guards, no_symbols:
             with fake_mode:
                 fresh = [
                     torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).requires_grad_(keep_requires_grad and x.requires_grad)
@@ -235,7 +255,7 @@ def override_autograd_kernel(
         _set_py_kernels(op, saved)
 
 
-def call_past_python_kernels(op: torch._ops.OpOverload, device_type: str, *args: Any) -> Any:
+def call_past_python_kernels(op: torch._ops.OpOverload, device_type: str, *args: Any, **kwargs: Any) -> Any:
     """Call `op` with the python-dispatcher kernels on its autograd keys set aside: the
     dispatcher's own autograd kernel records it as itself, differentiated by its derivative
     formula (what eager does)."""
@@ -243,7 +263,7 @@ def call_past_python_kernels(op: torch._ops.OpOverload, device_type: str, *args:
     autograd_keys = (DK.Autograd, _AUTOGRAD_KEY[device_type])
     _set_py_kernels(op, {k: v for k, v in saved.items() if k not in autograd_keys})
     try:
-        return op(*args)
+        return op(*args, **kwargs)
     finally:
         _set_py_kernels(op, saved)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from .. import _torch_compat as compat
 from ..config import LiteConfig
 from .cudnn import eager_cudnn_batch_norm
+from .derivatives import EAGER_CIA_BODIES, eager_derivatives
 from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, policy, returns_tensors, writes_inputs
 from .regions import REGION_KEY, annotated
 
@@ -110,6 +112,7 @@ def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
         compat.enable_python_dispatcher(),
         compat.override_cia_kernels(kernels, [device_type]),
         eager_cudnn_batch_norm(plan.decomposes, device_type),
+        eager_derivatives(plan.decomposes_call, functools.partial(_selected, plan), device_type),
     ):
         yield
 
@@ -135,6 +138,7 @@ def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., A
 
 def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict[Any, bool]) -> Callable[..., Any]:
     original = compat.cia_decomposition(op)
+    eager = EAGER_CIA_BODIES.get(op, original)
 
     def autograd_kernel(*args: Any, **kwargs: Any) -> Any:
         if plan.decomposes_call(op, args, kwargs):
@@ -143,8 +147,8 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
             if op in GRAD_DEPENDENT_CIA or _grad_dependent(op, flat, spec, verdicts):
-                return original(*args, **kwargs)  # what eager runs when grad is required
-            out = _PreservedOp.apply(op, original, spec, *flat)
+                return eager(*args, **kwargs)  # what eager runs when grad is required
+            out = _PreservedOp.apply(op, eager, spec, *flat)
             return list(out) if _returns_list(op) else out
         with compat.below_autograd():
             return op(*args, **kwargs)

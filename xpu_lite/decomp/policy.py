@@ -124,6 +124,29 @@ GRAD_DEPENDENT_CIA: frozenset[torch._ops.OpOverload] = frozenset({
 })
 
 
+# Ops not composite in C++ on whose Autograd key torch._decomp puts a decomposition that runs
+# only under the python dispatcher (while tracing); outside regions lite mode passes it by,
+# so the graph differentiates them by their derivative formulas, as eager does
+# (decomp/derivatives.py). Left to torch: native_batch_norm (its schema hides the
+# running-stats update, so it must become _native_batch_norm_legit, the same kernel) and
+# cudnn_batch_norm (decomp/cudnn.py). A test keeps both lists complete.
+EAGER_AUTOGRAD: frozenset[torch._ops.OpOverload] = frozenset({
+    aten.upsample_nearest1d.default,
+    aten.upsample_nearest2d.default,
+    aten.upsample_nearest3d.default,
+    aten._upsample_nearest_exact1d.default,
+    aten._upsample_nearest_exact2d.default,
+    aten._upsample_nearest_exact3d.default,
+    aten.upsample_bilinear2d.default,
+    aten.upsample_bicubic2d.default,
+    aten.hardshrink.default,
+    aten.softshrink.default,
+    aten.multi_margin_loss.default,
+    aten.multilabel_margin_loss_forward.default,
+})
+AUTOGRAD_REWRITES_LEFT_TO_TORCH = frozenset({aten.native_batch_norm.default, aten.cudnn_batch_norm.default})
+
+
 def is_random(op: Any) -> bool:
     return isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags
 
