@@ -45,6 +45,14 @@ KNOWN_TRAINING = {
     for name in ("expand", "expand_as", "broadcast_to", "broadcast_tensors")
 }
 KNOWN_TRAINING["ormqr"] = ("strides", "AOTAutograd returns one gradient row-major where eager's is column-major")
+# torch's derivative formulas that branch on tensor subclasses, which the fakes of a trace are
+# (aot_eager gives the same differences):
+KNOWN_TRAINING["masked_fill"] = ("Scalars are not", "masked_fill_backward sums the fill value's gradient as "
+                                 "where(mask, grad, 0).sum() for subclasses, masked_select(mask).sum() in eager")
+KNOWN_TRAINING["prod"] = ("Tensor-likes are not", "prod_backward takes its zero-safe cumprod formula for subclasses, "
+                          "grad * result / input in eager")
+KNOWN_TRAINING["to"] = ("strides", "AOTAutograd makes the incoming gradient channels_last like the output, and "
+                        "_to_copy's backward keeps it; eager's stays contiguous")
 
 
 def main(argv: list[str] | None = None) -> int:
