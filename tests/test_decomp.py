@@ -87,8 +87,14 @@ def test_region_covers_backward_nodes() -> None:
 
     report = xpu_lite.explain(step, x, mode="lite")
     backward = next(g for g in report.graphs if g.kind == "backward")
-    kinds = {d.reason.kind for d in backward.decisions if d.reason and d.node in backward.emitted}
-    assert FallbackKind.NO_LOWERING in kinds  # sigmoid_backward etc. belong to the region
+    emitted = [d for d in backward.decisions if d.node in backward.emitted]
+    # sigmoid_backward is decomposed while the backward is traced (the forward node's
+    # annotation, found by seq_nr), so it fuses with the region's mul into one kernel
+    from_sigmoid = [d for d in emitted if "from aten.sigmoid_backward" in d.note]
+    assert from_sigmoid and all(d.kind is DecisionKind.KERNEL for d in from_sigmoid), emitted
+    assert not any(d.reason and d.reason.kind is FallbackKind.NO_LOWERING for d in emitted), emitted
+    outside = [d for d in emitted if d.kind is DecisionKind.FALLBACK]
+    assert outside and all(d.reason.kind is FallbackKind.OUTSIDE_REGION for d in outside)  # x.sum()'s backward
 
 
 def test_compile_ops_select_everywhere() -> None:
@@ -103,6 +109,19 @@ def test_compile_ops_select_everywhere() -> None:
     assert from_hardsigmoid and all(d.kind is DecisionKind.KERNEL for d in from_hardsigmoid)
     exp = next(d for d in emitted if d.op == "aten.exp.default")
     assert exp.reason.kind is FallbackKind.OUTSIDE_REGION
+
+
+def test_compile_ops_select_their_backward_too() -> None:
+    """As in a region: the derivative formula's op (hardsigmoid_backward) is decomposed and
+    compiled, not left selected with no lowering."""
+    x = torch.randn(6, 5)
+    fn = lambda x: F.hardsigmoid(x).exp()  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True, options={"mode": "lite", "compile_ops": ["aten.hardsigmoid"]})
+    (got_out, got_grads), (_, backward) = xpu_lite.run_and_get_code(lambda: _grads(compiled, [x]))
+    want_out, want_grads = _grads(fn, [x])
+    torch.testing.assert_close(got_out, want_out, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(got_grads, want_grads, rtol=1e-6, atol=1e-6)
+    assert "hardsigmoid_backward" not in backward and "kernel_0[" in backward, backward
 
 
 def test_keep_ops_never_decompose_in_default_mode() -> None:
@@ -533,7 +552,8 @@ def _shrink(x):
     return F.hardshrink(x, 0.3) * 2
 
 
-@pytest.mark.parametrize("fn, options", [(_shrink_in_region, {})], ids=["region"])
+@pytest.mark.parametrize("fn, options", [(_shrink_in_region, {}), (_shrink, {"compile_ops": ["aten.hardshrink"]})],
+                         ids=["region", "compile_ops"])
 def test_selected_ops_torch_differentiates_by_a_decomposition_still_decompose(fn, options) -> None:
     x = torch.randn(6, 5)
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True, options={"mode": "lite", **options})

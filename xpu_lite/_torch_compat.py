@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -60,8 +61,47 @@ _BACKEND_KEY = {"cpu": DK.CPU, "cuda": DK.CUDA, "xpu": DK.XPU, "meta": DK.Meta}
 
 
 def current_annotation() -> dict[str, Any]:
-    """The `custom` annotations of the FX node being traced right now (AOTAutograd retrace)."""
-    return fx_traceback.current_meta.get("custom") or {}
+    """The `custom` annotations of the FX node being traced right now (AOTAutograd retrace).
+
+    While the backward is traced, those of the forward node whose autograd node is being
+    differentiated (same seq_nr): AOTAutograd copies them onto the backward nodes only after
+    the trace (`copy_fwd_metadata_to_bw_nodes`), too late to decide what decomposes, so a
+    region's `sigmoid_backward` stayed one node with no lowering."""
+    meta = fx_traceback.current_meta
+    if meta.get("in_grad_fn", 0) > 0 and meta.get("grad_fn_seq_nr"):
+        forward = _forward_annotation(meta["grad_fn_seq_nr"][-1])
+        if forward is not None:
+            return forward
+    return meta.get("custom") or {}
+
+
+class _SeqNrIndex:
+    """seq_nr -> `custom` of the first node with it, over a graph being traced; read on."""
+
+    def __init__(self) -> None:
+        self.last: torch.fx.Node | None = None
+        self.custom: dict[int, dict[str, Any]] = {}
+
+
+_SEQ_NR_INDEX: weakref.WeakKeyDictionary[torch.fx.Graph, _SeqNrIndex] = weakref.WeakKeyDictionary()
+
+
+def _forward_annotation(seq_nr: int) -> dict[str, Any] | None:
+    from torch.fx.experimental import proxy_tensor
+
+    tracer = getattr(proxy_tensor._CURRENT_MAKE_FX_TRACER, "fx_tracer", None)
+    graph = getattr(tracer, "graph", None)
+    if graph is None:
+        return None
+    index = _SEQ_NR_INDEX.setdefault(graph, _SeqNrIndex())
+    if index.last is not None and index.last._erased:  # read again from the start
+        index = _SEQ_NR_INDEX[graph] = _SeqNrIndex()
+    node = index.last.next if index.last is not None else next(iter(graph.nodes), None)
+    while node is not None and node.op != "root":  # the forward's nodes come first
+        if "seq_nr" in node.meta:
+            index.custom.setdefault(node.meta["seq_nr"], node.meta.get("custom") or {})
+        index.last, node = node, node.next
+    return index.custom.get(seq_nr)
 
 
 def below_autograd() -> contextlib.AbstractContextManager[None]:
