@@ -109,11 +109,10 @@ def _upsample_vec_body(default: torch._ops.OpOverload) -> Callable[..., Any]:
 
 
 EAGER_CIA_BODIES = {
-    vec: _upsample_vec_body(getattr(aten, name).default)
+    getattr(aten, name).vec: _upsample_vec_body(getattr(aten, name).default)
     for name in (
         "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
         "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",
         "upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d",
     )
-    for vec in (getattr(aten, name).vec,)
 }
