@@ -516,12 +516,17 @@ _SCALED = dict(scale_factor=1.7, align_corners=True)  # an output size computed 
         (lambda x: F.interpolate(x, mode="trilinear", **_SCALED), (1, 2, 3, 4, 3), "upsample_trilinear3d_backward"),
         (lambda x: F.interpolate(x, size=(5, 7), mode="nearest"), (2, 3, 4, 5), "upsample_nearest2d_backward"),
         (lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest-exact"), (2, 3, 4), "_upsample_nearest_exact1d_backward"),
+        (lambda x: F.interpolate(x, scale_factor=0.6, mode="bicubic", antialias=True), (2, 3, 9, 10),
+         "_upsample_bicubic2d_aa_backward"),
+        (lambda x: F.interpolate(x.contiguous(memory_format=torch.channels_last), scale_factor=1.7, mode="bilinear"),
+         (2, 3, 4, 5), "upsample_bilinear2d_backward"),
         (lambda x: F.hardshrink(x, 0.3), (4, 5), "hardshrink_backward"),
         (lambda x: F.softshrink(x, 0.3), (4, 5), "softshrink_backward"),
         (lambda x: F.multi_margin_loss(x, torch.arange(x.shape[0]) % x.shape[1]), (4, 5), "multi_margin_loss_backward"),
         (lambda x: F.multilabel_margin_loss(x, torch.ones_like(x, dtype=torch.long)), (4, 5), "multilabel_margin_loss_backward"),
     ],
-    ids=["bilinear", "bicubic", "linear", "trilinear", "nearest", "nearest_exact", "hardshrink", "softshrink",
+    ids=["bilinear", "bicubic", "linear", "trilinear", "nearest", "nearest_exact", "bicubic_antialias",
+         "bilinear_channels_last", "hardshrink", "softshrink",
          "multi_margin_loss", "multilabel_margin_loss"],
 )
 def test_lite_training_differentiates_as_eager_where_torch_registers_a_decomposition(fn, shape, backward_op) -> None:
@@ -586,7 +591,7 @@ def test_fake_rules_of_backward_ops_give_the_kernels_metadata(rule_op, layout) -
     name = rule_op.name()
     torch.manual_seed(0)
     if "upsample" in name:
-        dims = int(name.split("d_backward")[0][-1])
+        dims = int(name.split("d_")[0][-1])
         out_size, in_size = [6] * dims, [2, 3] + [4] * dims
         grad = torch.randn([2, 3] + out_size)
         extra = (True,) if "linear" in name or "cubic" in name else ()
@@ -607,3 +612,25 @@ def test_fake_rules_of_backward_ops_give_the_kernels_metadata(rule_op, layout) -
     want = rule_op(grad, *args)
     got = derivatives.FAKE_RULES[rule_op](grad, *args)
     assert (got.shape, got.dtype, got.stride()) == (want.shape, want.dtype, want.stride())
+
+
+def _upsample_backward_ops() -> list[torch._ops.OpOverload]:
+    names = {n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names()}
+    return [getattr(torch.ops.aten, n).default for n in sorted(names) if "upsample" in n and n.endswith("_backward")]
+
+
+@pytest.mark.parametrize("op", _upsample_backward_ops(), ids=str)
+def test_every_upsample_backward_op_propagates_symbolic_sizes(op) -> None:
+    """Lite training records these ops (their own meta kernel, or a fake rule of ours); one
+    that cannot take symbolic sizes fails the compile (found: _upsample_bicubic2d_aa_backward)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    dims = int(op.name().split("d_")[0][-1])
+    extra = tuple(True if str(a.type) == "bool" else None for a in op._schema.arguments[3:])
+
+    def backward(grad):
+        return op(grad, list(grad.shape[2:]), [grad.shape[0], grad.shape[1]] + [4] * dims, *extra)
+
+    with xpu_lite._torch_compat.override_fake_rules(derivatives.FAKE_RULES):
+        gm = make_fx(backward, tracing_mode="symbolic")(torch.randn([2, 3] + [6] * dims))
+    assert any(n.target is op for n in gm.graph.nodes)

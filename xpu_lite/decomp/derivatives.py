@@ -64,7 +64,7 @@ FAKE_RULES = {
         ("upsample_nearest1d", True), ("upsample_nearest2d", True), ("upsample_nearest3d", False),
         ("_upsample_nearest_exact1d", True), ("_upsample_nearest_exact2d", True), ("_upsample_nearest_exact3d", False),
         ("upsample_linear1d", True), ("upsample_bilinear2d", True), ("upsample_trilinear3d", True),
-        ("upsample_bicubic2d", False),
+        ("upsample_bicubic2d", False), ("_upsample_bicubic2d_aa", False),
     )},
 }
 
