@@ -33,6 +33,24 @@ def test_default_mode_half_precision_against_float64(capsys) -> None:
     assert "'ok': 3, 'failed': 0" in capsys.readouterr().out
 
 
+def test_region_mode_compiles_forward_and_backward_kernels(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    import xpu_lite
+
+    launches = []
+    check = sweep.check
+
+    def counted(*args, **kwargs):
+        xpu_lite.reset_counters()
+        verdict = check(*args, **kwargs)
+        launches.append(xpu_lite.counters.kernel_launches)
+        return verdict
+
+    monkeypatch.setattr(sweep, "check", counted)
+    assert sweep.main(["--mode", "region", "--training", "--ops", "sigmoid,nn.functional.hardshrink", "--samples", "1"]) == 0
+    assert "region mode" in capsys.readouterr().out
+    assert len(launches) == 2 and all(n >= 2 for n in launches), launches  # the forward's kernel and the backward's
+
+
 def test_float64_criterion_fails_a_worse_result_and_moved_nans() -> None:
     reference = torch.linspace(-3, 3, 50, dtype=torch.float64).exp()
     eager = reference.to(torch.bfloat16)

@@ -9,9 +9,12 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --mode default --dtype float16 --samples 1
     python tools/opinfo_sweep.py --ops linalg.eigvalsh,addcdiv
     python tools/opinfo_sweep.py --mode default --device cuda   # kernels compiled for a GPU
+    python tools/opinfo_sweep.py --mode region --training  # lite mode, each call in a compile region
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
-kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow).
+kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow), and
+so is the region mode: lite mode with the op called inside `xpu_lite.compile_region()`, whose
+forward and backward ops are selected as in the default mode.
 float16/bfloat16 results of the default mode are compared against a float64 reference (the
 sample upcast, run eagerly): the compiled error (RMSE) may be at most 2x eager's (3x for
 bfloat16), as in Inductor's tests, plus 2 ulps of the result's magnitude and atol; a kernel
@@ -27,6 +30,7 @@ convolutions on cuda).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import logging
 import sys
@@ -57,14 +61,14 @@ KNOWN_TRAINING["to"] = ("strides", "AOTAutograd makes the incoming gradient chan
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=["lite", "default"], default="lite")
+    parser.add_argument("--mode", choices=["lite", "default", "region"], default="lite")
     parser.add_argument("--dtype", default="float32", help="a torch dtype name (float32, float16, int64, ...)")
     parser.add_argument("--samples", type=int, default=3, help="samples per op (from the first)")
     parser.add_argument("--training", action="store_true", help="also compare gradients (ops with autograd)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or xpu: where samples are made and run")
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (name or name.variant); default all")
-    parser.add_argument("--rtol", type=float, default=1e-4, help="default mode only")
-    parser.add_argument("--atol", type=float, default=1e-5, help="default mode only")
+    parser.add_argument("--rtol", type=float, default=1e-4, help="default and region mode")
+    parser.add_argument("--atol", type=float, default=1e-5, help="default and region mode")
     args = parser.parse_args(argv)
     dtype = getattr(torch, args.dtype, None)
     if not isinstance(dtype, torch.dtype):
@@ -118,11 +122,13 @@ def _name(op) -> str:
 
 def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)) -> str | None:
     """None when compiled equals eager, else why not ('skip: ...' when not comparable)."""
+    from xpu_lite import compile_region
     from xpu_lite.backend import xpu_lite_backend
     from xpu_lite.report import capture
 
     def fn(x, *args, **kwargs):
-        return op.op(x, *args, **kwargs)
+        with compile_region() if mode == "region" else contextlib.nullcontext():
+            return op.op(x, *args, **kwargs)
 
     failures: list[Exception] = []
 
@@ -130,7 +136,7 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
         # Dynamo turns some backend errors into a graph break and runs the graph eagerly,
         # which would then compare equal: record them.
         try:
-            return xpu_lite_backend(gm, example_inputs, mode="lite" if mode == "lite" else None)
+            return xpu_lite_backend(gm, example_inputs, mode=None if mode == "default" else "lite")
         except torch._dynamo.exc.TorchDynamoException:
             raise  # restart analysis: Dynamo's control flow
         except Exception as exc:
