@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -485,19 +486,23 @@ def test_the_cudnn_batch_norm_rewrite_updates_the_running_stats_as_eager() -> No
     assert_bitwise(list(decomposed[:3]), list(upstream(x, w, b, *stats, True, 0.3, 1e-3)[:3]))
 
 
-def _python_autograd_kernels_of_non_composite_ops() -> set[torch._ops.OpOverload]:
-    """aten ops with a python kernel on an Autograd key that are not composite in C++."""
-    found = set()
+def _aten_overloads() -> Iterator[torch._ops.OpOverload]:
+    """Every registered aten operator overload."""
     for name in torch._C._dispatch_get_all_op_names():
         namespace, _, rest = name.partition("::")
         base, _, overload = rest.partition(".")
-        packet = getattr(torch.ops.aten, base, None) if namespace == "aten" else None
-        op = getattr(packet, overload or "default", None) if packet is not None else None
-        if not isinstance(op, torch._ops.OpOverload) or xpu_lite._torch_compat.is_cia_op(op):
-            continue
-        if any(isinstance(k, torch._C.DispatchKey) and "Autograd" in k.name for k in op.py_kernels):
-            found.add(op)
-    return found
+        op = getattr(getattr(torch.ops.aten, base, None), overload or "default", None) if namespace == "aten" else None
+        if isinstance(op, torch._ops.OpOverload):
+            yield op
+
+
+def _python_autograd_kernels_of_non_composite_ops() -> set[torch._ops.OpOverload]:
+    """aten ops with a python kernel on an Autograd key that are not composite in C++."""
+    return {
+        op for op in _aten_overloads()
+        if not xpu_lite._torch_compat.is_cia_op(op)
+        and any(isinstance(k, torch._C.DispatchKey) and "Autograd" in k.name for k in op.py_kernels)
+    }
 
 
 def test_every_python_autograd_kernel_of_torch_is_passed_by_or_named() -> None:
@@ -615,8 +620,7 @@ def test_fake_rules_of_backward_ops_give_the_kernels_metadata(rule_op, layout) -
 
 
 def _upsample_backward_ops() -> list[torch._ops.OpOverload]:
-    names = {n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names()}
-    return [getattr(torch.ops.aten, n).default for n in sorted(names) if "upsample" in n and n.endswith("_backward")]
+    return sorted({op for op in _aten_overloads() if "upsample" in str(op) and str(op).endswith("_backward.default")}, key=str)
 
 
 @pytest.mark.parametrize("op", _upsample_backward_ops(), ids=str)

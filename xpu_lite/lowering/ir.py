@@ -170,7 +170,8 @@ def lift_sizes(kernel: Kernel) -> Kernel:
     def visit(expr: sympy.Expr) -> None:
         if expr.is_Atom:
             return
-        if expr.func in KERNEL_INDEX_FUNCS and not (expr.is_Pow and not (expr.exp.is_Integer and expr.exp > 0)):
+        positive_power = not expr.is_Pow or (expr.exp.is_Integer and expr.exp > 0)  # s0**2 prints as s0*s0
+        if expr.func in KERNEL_INDEX_FUNCS and positive_power:
             for arg in expr.args:
                 visit(arg)
         elif expr.free_symbols & INDEX_SYMBOLS:
