@@ -92,7 +92,7 @@ def test_a_chain_reuses_every_dead_intermediate() -> None:
 @pytest.mark.parametrize(
     "case",
     [
-        "input", "read_again", "output", "broadcast", "promotion", "composite_producer",
+        "input", "read_again", "alias_read_later", "composite_alias_read_later", "alias_returned", "output", "broadcast", "promotion", "composite_producer",
         "view_alive", "twice", "zerotensor",
     ],
 )
@@ -104,7 +104,16 @@ def test_nothing_observable_is_overwritten(case: str) -> None:
         if case == "input":
             return aten.mul.Tensor(x, 2.0)  # x is the caller's
         if case == "read_again":
-            return aten.mul.Tensor(y, 2.0), aten.cos.default(y)
+            return aten.mul.Tensor(y, 2.0), aten.sum.default(y)  # sum has no in-place twin
+        if case == "alias_read_later":
+            v = aten.view.default(y, [24])
+            return aten.mul.Tensor(y, 2.0), aten.sum.default(v)
+        if case == "composite_alias_read_later":
+            same = aten.dropout.default(y, 0.5, False)  # y itself
+            return aten.mul.Tensor(y, 2.0), aten.sum.default(same)
+        if case == "alias_returned":
+            v = aten.view.default(y, [24])
+            return v, aten.mul.Tensor(y, 2.0)
         if case == "output":
             return y, aten.mul.Tensor(y, 2.0)
         if case == "broadcast":
@@ -124,6 +133,60 @@ def test_nothing_observable_is_overwritten(case: str) -> None:
 
     _, plan = _plan(fn, x, row)
     assert plan == {}, f"{case}: {plan}"
+
+
+def test_the_last_reader_takes_the_buffer() -> None:
+    def fn(x):
+        y = aten.sin.default(x)
+        v = aten.view.default(y, [24])
+        s = aten.sum.default(aten.cos.default(v))  # y's alias, read before the last reader
+        n = aten.layer_norm.default(y, [6])  # a composite that allocates, on cpu
+        return aten.mul.Tensor(y, 2.0), s, n
+
+    gm, plan = _plan(fn, torch.randn(4, 6))
+    assert {name: str(op) for name, op in plan.items()} == {"mul": "aten.mul_.Tensor"}
+
+
+@pytest.mark.parametrize("producer", ["linear", "matmul", "softmax", "layer_norm"])
+def test_composites_that_allocate_give_their_buffer(producer: str) -> None:
+    x, w = torch.randn(4, 6), torch.randn(6, 6)
+
+    def fn(x, w):
+        if producer == "linear":
+            y = aten.linear.default(x, w, aten.cos.default(w[0]))
+        elif producer == "matmul":
+            y = aten.matmul.default(x, w)
+        elif producer == "softmax":
+            y = aten.softmax.int(x, -1)
+        else:
+            y = aten.layer_norm.default(x, [6])
+        return aten.mul.Tensor(y, 2.0)
+
+    assert _planned(_plan(fn, x, w)[1]) == ["aten.mul_.Tensor"]
+    expected_xpu = [] if producer == "layer_norm" else ["aten.mul_.Tensor"]  # torch-xpu-ops: unchecked
+    assert _planned(_plan(fn, x, w, device_type="xpu")[1]) == expected_xpu
+
+
+@pytest.mark.parametrize("shape", [(6,), (4, 6), (3, 4, 6), (2, 3, 4, 6)])
+def test_fresh_composites_never_return_an_input_s_storage(shape: tuple[int, ...]) -> None:
+    """Eager on cpu, each listed composite over 1- to 4-d inputs, contiguous or not: the result
+    shares no storage with an input (the property the planner relies on)."""
+    x = torch.randn(*shape)
+    w = torch.randn(6, 6)
+    inputs = {"contiguous": x, "transposed": x.transpose(0, -1).contiguous().transpose(0, -1)}
+    for label, t in inputs.items():
+        results = {
+            "linear": torch.ops.aten.linear.default(t, w, w[0]),
+            "linear (no bias)": torch.ops.aten.linear.default(t, w),
+            "matmul": torch.ops.aten.matmul.default(t, w),
+            "matmul (vector)": torch.ops.aten.matmul.default(t, w[0]),
+            "softmax": torch.ops.aten.softmax.int(t, -1),
+            "log_softmax": torch.ops.aten.log_softmax.int(t, -1, torch.float64),
+            "layer_norm": torch.ops.aten.layer_norm.default(t, [6]),
+        }
+        storages = {t.untyped_storage().data_ptr(), w.untyped_storage().data_ptr()}
+        for name, result in results.items():
+            assert result.untyped_storage().data_ptr() not in storages, (name, label, shape)
 
 
 def test_layout_must_be_the_out_of_place_result_s() -> None:
@@ -169,6 +232,38 @@ def test_compiled_chain_is_eager_bitwise_and_reuses_buffers(device: str) -> None
     assert xpu_lite.counters.forward_graphs == 1
     assert source.count("_.Tensor(") + source.count("_.default(") >= 14, source  # all but the first op
     assert "torch.ops.aten.sin.default(arg" in source  # the input itself is never written
+
+
+class _Residual(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+        self.up, self.down = torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        for _ in range(2):
+            h = self.up(self.norm(x))
+            x = x + self.down(F.gelu(h) * torch.sigmoid(h))
+        return torch.softmax(x @ x.transpose(-2, -1) * 0.5, -1)
+
+
+def test_compiled_residual_stream_is_eager_bitwise_in_place(device: str) -> None:
+    """Buffers read by earlier calls too (the residual stream, a linear output read by gelu
+    then sigmoid) and composite results (linear, matmul) are written in place."""
+    model = _Residual().to(device).eval()
+    compiled = torch.compile(model, backend="xpu_lite", mode="lite", dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            x = torch.randn(batch, 4, 8, device=device)
+            before = x.clone()
+            result, sources = xpu_lite.run_and_get_code(compiled, x)
+            source = sources[0] if batch == 2 else source
+            assert_bitwise(result, model(x))
+            assert_bitwise(x, before)
+    assert xpu_lite.counters.forward_graphs == 1
+    assert source.count("torch.ops.aten.sigmoid_.default(") == 2, source  # after gelu read the same buffer
+    assert source.count("torch.ops.aten.add_.Tensor(") == 1, source  # the second residual add; the first reads x
+    assert "torch.ops.aten.mul_.Tensor(" in source  # the matmul result scaled in place
 
 
 def test_training_saves_what_backward_reads(device: str) -> None:

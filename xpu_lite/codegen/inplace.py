@@ -12,14 +12,20 @@ chain of small pointwise ops.
 The first input may be overwritten only when nothing can observe it:
 - it was made by a fallback call of a structured functional operator (which always
   allocates its output, so its storage is shared with nothing: a composite such as
-  `dropout` or `type_as` may return its input itself, and is never such a producer);
-- this call is its only reader, and it is not a graph output (so not saved for backward);
+  `dropout` or `type_as` may return its input itself, and is never such a producer), or
+  of one of the composites below built only from such operators (`linear`, `matmul`, ...);
+- this call reads it once, and every other reader runs before it (size reads aside); a
+  reader whose result may alias it (anything not known to allocate: a view, a composite)
+  counts with its own readers, so no alias is read later; none of them is a graph output
+  (so nothing is saved for backward);
 - the result has its dtype, device, sizes and strides (no broadcast into a bigger shape,
   no type promotion, the layout eager's out-of-place call would have chosen);
 - nothing in the graph is a ZeroTensor (`_efficientzerotensor`), whose kernels may return
   an input as the result.
 """
 from __future__ import annotations
+
+import operator
 
 import torch
 import torch.fx
@@ -64,6 +70,13 @@ STRUCTURED_FRESH: tuple[str, ...] = (
     "amax", "amin", "baddbmm", "bmm", "cat", "cumprod", "cumsum", "gather", "glu", "index.Tensor",
     "linalg_vector_norm", "mean.dim", "mm", "prod.dim_int", "sum.dim_IntList", "tril", "triu",
 )
+# Composites whose C++ bodies (device-independent) return a result of the structured operators
+# above or a view of one (`linear`: addmm, or matmul then add_; `matmul`: dot/mv/mm/bmm, folded
+# by views; `softmax`/`log_softmax`: `_softmax`/`_log_softmax`, after a dtype cast): fresh too.
+FRESH_COMPOSITES: tuple[str, ...] = ("linear", "log_softmax.int", "matmul", "softmax.int")
+# Not structured, but its CPU and CUDA kernels allocate their output (`layer_norm` returns the
+# first output of `native_layer_norm`); XPU's comes from torch-xpu-ops, which nothing here can check.
+FRESH_ON_CPU_CUDA: tuple[str, ...] = ("layer_norm", "native_layer_norm")
 # Not structured, but `relu`/`relu_` are `clamp_min(self, 0)`/`clamp_min_(self, 0)` on CPU and
 # CUDA (aten/src/ATen/native/Activation.cpp). XPU's relu comes from torch-xpu-ops, which
 # nothing here can check: there relu keeps its out-of-place call.
@@ -76,7 +89,7 @@ def _op(name: str) -> torch._ops.OpOverload:
 
 
 _INPLACE: dict[torch._ops.OpOverload, torch._ops.OpOverload] = {_op(f): _op(i) for f, i in STRUCTURED_INPLACE}
-_FRESH: frozenset[torch._ops.OpOverload] = frozenset(_INPLACE) | {_op(n) for n in STRUCTURED_FRESH}
+_FRESH: frozenset[torch._ops.OpOverload] = frozenset(_INPLACE) | {_op(n) for n in STRUCTURED_FRESH + FRESH_COMPOSITES}
 
 
 def plan_inplace(gm: torch.fx.GraphModule, decisions: dict[str, Decision], device_type: str) -> dict[str, torch._ops.OpOverload]:
@@ -88,6 +101,8 @@ def plan_inplace(gm: torch.fx.GraphModule, decisions: dict[str, Decision], devic
     if device_type in RELU_DEVICES:
         inplace[aten.relu.default] = aten.relu_.default
         fresh.add(aten.relu.default)
+        fresh.update(_op(n) for n in FRESH_ON_CPU_CUDA)
+    position = {node: i for i, node in enumerate(gm.graph.nodes)}
     plan: dict[str, torch._ops.OpOverload] = {}
     for node in gm.graph.nodes:
         variant = inplace.get(node.target)
@@ -96,10 +111,9 @@ def plan_inplace(gm: torch.fx.GraphModule, decisions: dict[str, Decision], devic
         first = node.args[0]
         if (
             isinstance(first, torch.fx.Node)
-            and first.target in fresh
-            and _is_fallback(first, decisions)
-            and list(first.users) == [node]
+            and _allocated(first, decisions, fresh)
             and _reads_once(node, first)
+            and _unread_after(first, node, position, decisions, fresh)
             and _same_buffer(first.meta.get("val"), node.meta.get("val"))
             and all(_plain(a.meta.get("val")) for a in (*node.all_input_nodes, *first.all_input_nodes))
         ):
@@ -110,6 +124,39 @@ def plan_inplace(gm: torch.fx.GraphModule, decisions: dict[str, Decision], devic
 def _is_fallback(node: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
     decision = decisions.get(node.name)
     return node.op == "call_function" and decision is not None and decision.kind is DecisionKind.FALLBACK
+
+
+def _allocated(node: torch.fx.Node, decisions: dict[str, Decision], fresh: set[torch._ops.OpOverload]) -> bool:
+    """Made by a fallback call that allocates it (or unpacked from the outputs of one)."""
+    decision = decisions.get(node.name)
+    if node.target is operator.getitem and decision is not None and decision.kind is DecisionKind.UNPACK:
+        node = node.args[0]
+    return node.target in fresh and _is_fallback(node, decisions)
+
+
+def _unread_after(
+    value: torch.fx.Node, node: torch.fx.Node, position: dict[torch.fx.Node, int],
+    decisions: dict[str, Decision], fresh: set[torch._ops.OpOverload],
+) -> bool:
+    """Whether every reader of `value` other than `node`, and every reader of a result that may
+    alias it, runs eagerly before `node` (or reads only sizes)."""
+    pending, seen = [u for u in value.users if u is not node], set()
+    while pending:
+        user = pending.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        decision = decisions.get(user.name)
+        if decision is not None and decision.kind is DecisionKind.SIZE:
+            continue  # sizes and strides: the in-place call keeps them
+        if position[user] >= position[node] or decision is None or decision.kind not in _EAGER:
+            return False  # `node` itself through an alias, a later reader, the graph output, a kernel
+        if user.target not in fresh:
+            pending.extend(user.users)  # its result may alias `value`
+    return True
+
+
+_EAGER = (DecisionKind.FALLBACK, DecisionKind.UNPACK, DecisionKind.VIEW)
 
 
 def _reads_once(node: torch.fx.Node, value: torch.fx.Node) -> bool:
