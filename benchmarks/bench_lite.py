@@ -71,7 +71,11 @@ def main() -> int:
     device = torch.device(args.device) if args.device else best_device()
     torch.manual_seed(0)
     torch.set_grad_enabled(False)
+    # Dynamo's own `eager` backend runs the captured FX graph with the same Python bindings as
+    # eager, no AOTAutograd and no wrapper: the floor of any backend that runs the ops one at a
+    # time, as lite mode with no regions must.
     backends: list[tuple[str, dict[str, Any]]] = [
+        ("Dynamo floor (eager backend)", {"backend": "eager"}),
         ("aot_eager", {"backend": "aot_eager"}),
         ("xpu_lite (lite)", {"backend": "xpu_lite", "mode": "lite"}),
         ("xpu_lite (lite, reuse_buffers=False)", {"backend": "xpu_lite", "options": {"mode": "lite", "reuse_buffers": False}}),
