@@ -12,8 +12,9 @@ chain of small pointwise ops.
 The first input may be overwritten only when nothing can observe it:
 - it was made by a fallback call of a structured functional operator (which always
   allocates its output, so its storage is shared with nothing: a composite such as
-  `dropout` or `type_as` may return its input itself, and is never such a producer), or
-  of one of the composites below built only from such operators (`linear`, `matmul`, ...);
+  `dropout` or `type_as` may return its input itself, and is never such a producer), of
+  one of the composites below built only from such operators (`linear`, `matmul`, ...), or
+  of `layer_norm` on CPU and CUDA (an output of a multi-output call counts alike);
 - this call reads it once, and every other reader runs before it (size reads aside); a
   reader whose result may alias it (anything not known to allocate: a view, a composite)
   counts with its own readers, so no alias is read later; none of them is a graph output
@@ -126,6 +127,9 @@ def _is_fallback(node: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
     return node.op == "call_function" and decision is not None and decision.kind is DecisionKind.FALLBACK
 
 
+_EAGER = (DecisionKind.FALLBACK, DecisionKind.UNPACK, DecisionKind.VIEW)  # run by the wrapper in graph order
+
+
 def _allocated(node: torch.fx.Node, decisions: dict[str, Decision], fresh: set[torch._ops.OpOverload]) -> bool:
     """Made by a fallback call that allocates it (or unpacked from the outputs of one)."""
     decision = decisions.get(node.name)
@@ -154,9 +158,6 @@ def _unread_after(
         if user.target not in fresh:
             pending.extend(user.users)  # its result may alias `value`
     return True
-
-
-_EAGER = (DecisionKind.FALLBACK, DecisionKind.UNPACK, DecisionKind.VIEW)
 
 
 def _reads_once(node: torch.fx.Node, value: torch.fx.Node) -> bool:
