@@ -266,6 +266,34 @@ def test_compiled_residual_stream_is_eager_bitwise_in_place(device: str) -> None
     assert "torch.ops.aten.mul_.Tensor(" in source  # the matmul result scaled in place
 
 
+def test_compiled_residual_stream_trains_as_eager(device: str) -> None:
+    """The same model in training: what backward reads is saved (a graph output, never
+    overwritten); loss, outputs and every parameter's gradient are eager's to the bit."""
+    torch.manual_seed(0)
+    model = _Residual().to(device)
+    reference = _Residual().to(device)
+    reference.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="xpu_lite", mode="lite", dynamic=True)
+    for batch in (2, 3, 5):
+        x = torch.randn(batch, 4, 8, device=device)
+
+        def step():
+            out = compiled(x)
+            out.square().sum().backward()
+            return out
+
+        result, sources = xpu_lite.run_and_get_code(step)
+        if batch == 2:
+            assert len(sources) == 2 and all("in place" in s for s in sources), sources
+        expected = reference(x)
+        expected.square().sum().backward()
+        assert_bitwise(result, expected)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            assert_bitwise(p.grad, q.grad)
+            p.grad, q.grad = None, None
+    assert xpu_lite.counters.forward_graphs == 1
+
+
 def test_training_saves_what_backward_reads(device: str) -> None:
     def fn(x, w):
         h = torch.exp(x * w)  # exp's backward reads its result: saved, never overwritten
