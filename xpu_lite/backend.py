@@ -17,7 +17,7 @@ from typing import Any
 import torch.fx
 
 from . import _torch_compat as compat
-from .codegen import generate_wrapper, plan_inplace
+from .codegen import binding_for, generate_wrapper, plan_inplace
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -77,8 +77,14 @@ def compile_graph(
     for node, op in inplace.items():  # explain() says so next to the fallback's reason
         d = decisions[node]
         decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, f"runs in place as {op}"))))
+    if config.eager_bindings:
+        for node in gm.graph.nodes:
+            d = decisions.get(node.name)
+            binding = binding_for(inplace.get(node.name, node.target)) if d is not None and d.kind is DecisionKind.FALLBACK else None
+            if binding is not None:
+                decisions[node.name] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, f"called as {binding}"))))
     try:
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, config.eager_bindings)
     except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
         if config.strict or not groups:
             raise
@@ -86,7 +92,7 @@ def compile_graph(
         for group in groups:
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, config.eager_bindings)
     report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
     write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))

@@ -16,7 +16,7 @@ import torch
 MODES: tuple[str, ...] = ("default", "lite")
 # "mode" is an option too: torch.compile refuses mode= and options= together, so lite mode
 # with options is spelled options={"mode": "lite", ...}.
-OPTIONS: tuple[str, ...] = ("mode", "compile_ops", "keep_ops", "debug_dir", "strict", "reuse_buffers")
+OPTIONS: tuple[str, ...] = ("mode", "compile_ops", "keep_ops", "debug_dir", "strict", "reuse_buffers", "eager_bindings")
 
 # Environment settings (read here and nowhere else).
 ENV_DEBUG_DIR = "XPU_LITE_DEBUG_DIR"
@@ -36,6 +36,9 @@ class LiteConfig:
     # eager fallbacks write into a dead input where the in-place variant is the same kernel
     # (codegen/inplace.py); False: every fallback is the call eager's trace made
     reuse_buffers: bool = True
+    # fallbacks call eager's Python binding (`torch.matmul(...)`) where codegen/bindings.py has
+    # one that dispatches the same; False: every fallback is a `torch.ops.aten.X.Y(...)` call
+    eager_bindings: bool = False
 
     @property
     def mode(self) -> str:
@@ -63,7 +66,8 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
     if debug_dir is not None and not isinstance(debug_dir, (str, os.PathLike)):
         raise TypeError(f"xpu_lite: option 'debug_dir' must be a path, got {type(debug_dir).__name__}")
     strict, reuse_buffers = options.get("strict", False), options.get("reuse_buffers", True)
-    for option, value in (("strict", strict), ("reuse_buffers", reuse_buffers)):
+    eager_bindings = options.get("eager_bindings", False)
+    for option, value in (("strict", strict), ("reuse_buffers", reuse_buffers), ("eager_bindings", eager_bindings)):
         if not isinstance(value, bool):
             raise TypeError(f"xpu_lite: option {option!r} must be a bool, got {type(value).__name__}")
     compile_ops = resolve_ops(options.get("compile_ops", ()), "compile_ops")
@@ -79,6 +83,7 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
         debug_dir=None if debug_dir is None else os.fspath(debug_dir),
         strict=strict,
         reuse_buffers=reuse_buffers,
+        eager_bindings=eager_bindings,
     )
 
 

@@ -28,6 +28,7 @@ from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.fusion import Group
 from ..report import COUNTERS
 from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
+from .bindings import binding_for
 from .emitter import Emitter
 from .printer import pexpr
 from .triton import kernel_signature
@@ -73,17 +74,21 @@ def generate_wrapper(
     groups: Sequence[Group] = (),
     kernels: dict[str, Any] | None = None,
     inplace: dict[str, torch._ops.OpOverload] | None = None,
+    eager_bindings: bool = False,
 ) -> WrapperCode:
-    """`inplace`: fallbacks emitted as their in-place variant on their first input (codegen/inplace.py)."""
-    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}).build()
+    """`inplace`: fallbacks emitted as their in-place variant on their first input (codegen/inplace.py).
+    `eager_bindings`: fallbacks call eager's Python binding where codegen/bindings.py has one."""
+    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}, eager_bindings).build()
 
 
 class _WrapperBuilder:
     def __init__(
         self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str,
         groups: list[Group], kernels: dict[str, Any], device_type: str, inplace: dict[str, torch._ops.OpOverload],
+        eager_bindings: bool = False,
     ) -> None:
         self.gm, self.decisions, self.name, self.inplace = gm, decisions, name, inplace
+        self.eager_bindings = eager_bindings
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
@@ -250,8 +255,12 @@ class _WrapperBuilder:
             body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
         else:
             variant = self.inplace.get(node.name)
+            op = variant or target
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
-            body.line(f"{var} = {self._call_text(variant or target)}({self._call_args(node.args, node.kwargs)})", comment)
+            binding = binding_for(op) if self.eager_bindings else None
+            if binding is not None:
+                comment += f" [{op}]"
+            body.line(f"{var} = {binding or self._call_text(op)}({self._call_args(node.args, node.kwargs)})", comment)
 
     def _emit_group(self, body: Emitter, group: Group) -> None:
         kernel = group.kernel

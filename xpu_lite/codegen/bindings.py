@@ -1,0 +1,55 @@
+"""Eager's own Python bindings for fallbacks (option `eager_bindings`).
+
+Input: an aten overload a fallback calls (after the in-place choice). Output: the text of the
+Python binding eager would call for it (`torch.matmul` for `aten.matmul.default`), or None:
+the wrapper then emits the boxed `torch.ops.aten.matmul.default(...)` call.
+
+Both reach the same C++ function through the dispatcher; the binding parses its arguments
+against generated signatures, where the boxed call converts them against the schema and runs
+a Python frame (`OpOverload.__call__`): ~0.1-1.7 µs more a call on cpu
+(benchmarks/probe_overhead.py), which is most of lite mode's per-call gap to Dynamo's floor.
+A binding chooses among its overloads by argument types, so each entry here is checked by
+tests/test_bindings.py: called with the argument kinds the overload's fallbacks pass
+(tensors, Python numbers, int lists, keywords), it dispatches exactly the ops, with the
+same arguments, that the overload's own call does. The wrapper keeps the overload's name in
+each line's comment.
+"""
+from __future__ import annotations
+
+import torch
+
+# overload -> binding. `torch.X` is torch._C._VariableFunctions (what eager's `torch.X` calls),
+# `torch.Tensor.X` a method, `torch._C._nn.X` what `torch.nn.functional` calls.
+BINDINGS: dict[str, str] = {
+    # views
+    "aten.view.default": "torch.Tensor.view",
+    "aten.permute.default": "torch.permute",
+    "aten.select.int": "torch.select",
+    "aten.transpose.int": "torch.transpose",
+    "aten.unsqueeze.default": "torch.unsqueeze",
+    "aten.squeeze.dim": "torch.squeeze",
+    "aten.expand.default": "torch.Tensor.expand",
+    "aten.t.default": "torch.t",
+    # copies, products, normalizations
+    "aten.clone.default": "torch.clone",
+    "aten.linear.default": "torch._C._nn.linear",
+    "aten.matmul.default": "torch.matmul",
+    "aten.mm.default": "torch.mm",
+    "aten.bmm.default": "torch.bmm",
+    "aten.addmm.default": "torch.addmm",
+    "aten.layer_norm.default": "torch.layer_norm",
+    "aten.softmax.int": "torch.softmax",
+    "aten.log_softmax.int": "torch.log_softmax",
+    # pointwise, and the in-place variants codegen/inplace.py may choose
+    "aten.gelu.default": "torch._C._nn.gelu",
+    "aten.gelu_.default": "torch._C._nn.gelu_",
+    **{f"aten.{name}.default": f"torch.{name}" for name in ("relu", "sigmoid", "tanh", "sin", "cos", "exp", "log", "neg", "rsqrt", "sqrt")},
+    **{f"aten.{name}_.default": f"torch.{name}_" for name in ("relu", "sigmoid", "tanh", "sin", "cos", "exp", "log", "neg", "rsqrt", "sqrt")},
+    **{f"aten.{name}.Tensor": f"torch.{name}" for name in ("add", "sub", "mul", "div")},
+    **{f"aten.{name}_.Tensor": f"torch.Tensor.{name}_" for name in ("add", "sub", "mul", "div")},
+}
+
+
+def binding_for(op: object) -> str | None:
+    """The binding text for an aten overload, or None (the wrapper calls the overload)."""
+    return BINDINGS.get(str(op)) if isinstance(op, torch._ops.OpOverload) else None
