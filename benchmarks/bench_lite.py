@@ -79,6 +79,7 @@ def main() -> int:
         ("aot_eager", {"backend": "aot_eager"}),
         ("xpu_lite (lite)", {"backend": "xpu_lite", "mode": "lite"}),
         ("xpu_lite (lite, reuse_buffers=False)", {"backend": "xpu_lite", "options": {"mode": "lite", "reuse_buffers": False}}),
+        ("xpu_lite (lite, eager_bindings=True)", {"backend": "xpu_lite", "options": {"mode": "lite", "eager_bindings": True}}),
     ]
     if not args.no_inductor:
         backends.append(("inductor", {"backend": "inductor"}))
