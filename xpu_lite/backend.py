@@ -17,7 +17,7 @@ from typing import Any
 import torch.fx
 
 from . import _torch_compat as compat
-from .codegen import binding_for, generate_wrapper, plan_inplace
+from .codegen import generate_wrapper, plan_bindings, plan_inplace
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -74,17 +74,13 @@ def compile_graph(
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
     inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
-    for node, op in inplace.items():  # explain() says so next to the fallback's reason
+    bindings = plan_bindings(gm, decisions, inplace) if config.eager_bindings else {}
+    notes = [*((n, f"runs in place as {op}") for n, op in inplace.items()), *((n, f"called as {b}") for n, b in bindings.items())]
+    for node, note in notes:  # explain() says so next to the fallback's reason
         d = decisions[node]
-        decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, f"runs in place as {op}"))))
-    if config.eager_bindings:
-        for node in gm.graph.nodes:
-            d = decisions.get(node.name)
-            binding = binding_for(inplace.get(node.name, node.target)) if d is not None and d.kind is DecisionKind.FALLBACK else None
-            if binding is not None:
-                decisions[node.name] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, f"called as {binding}"))))
+        decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, note))))
     try:
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, config.eager_bindings)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, bindings)
     except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
         if config.strict or not groups:
             raise
@@ -92,7 +88,7 @@ def compile_graph(
         for group in groups:
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, config.eager_bindings)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, bindings)
     report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
     write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))

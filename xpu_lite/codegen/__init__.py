@@ -1,8 +1,8 @@
 """Codegen stage: decisions -> the generated wrapper module and its Triton kernels."""
 from __future__ import annotations
 
-from .bindings import binding_for
+from .bindings import plan_bindings
 from .inplace import plan_inplace
 from .wrapper import WrapperCode, generate_wrapper
 
-__all__ = ["WrapperCode", "binding_for", "generate_wrapper", "plan_inplace"]
+__all__ = ["WrapperCode", "generate_wrapper", "plan_bindings", "plan_inplace"]

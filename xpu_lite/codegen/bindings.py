@@ -1,8 +1,8 @@
 """Eager's own Python bindings for fallbacks (option `eager_bindings`).
 
-Input: an aten overload a fallback calls (after the in-place choice). Output: the text of the
-Python binding eager would call for it (`torch.matmul` for `aten.matmul.default`), or None:
-the wrapper then emits the boxed `torch.ops.aten.matmul.default(...)` call.
+Input: the aten graph, its decisions and the in-place plan. Output: {fallback node name: the
+text of the Python binding eager would call for its overload} (`torch.matmul` for
+`aten.matmul.default`); a fallback not in it is the boxed `torch.ops.aten.X.Y(...)` call.
 
 Both reach the same C++ function through the dispatcher; the binding parses its arguments
 against generated signatures, where the boxed call converts them against the schema and runs
@@ -17,6 +17,9 @@ each line's comment.
 from __future__ import annotations
 
 import torch
+import torch.fx
+
+from ..lowering import Decision, DecisionKind
 
 # overload -> binding. `torch.X` is torch._C._VariableFunctions (what eager's `torch.X` calls),
 # `torch.Tensor.X` a method, `torch._C._nn.X` what `torch.nn.functional` calls.
@@ -53,3 +56,17 @@ BINDINGS: dict[str, str] = {
 def binding_for(op: object) -> str | None:
     """The binding text for an aten overload, or None (the wrapper calls the overload)."""
     return BINDINGS.get(str(op)) if isinstance(op, torch._ops.OpOverload) else None
+
+
+def plan_bindings(
+    gm: torch.fx.GraphModule, decisions: dict[str, Decision], inplace: dict[str, torch._ops.OpOverload]
+) -> dict[str, str]:
+    """{fallback node name: the binding the wrapper calls}, after the in-place choice."""
+    plan: dict[str, str] = {}
+    for node in gm.graph.nodes:
+        decision = decisions.get(node.name)
+        if decision is not None and decision.kind is DecisionKind.FALLBACK:
+            binding = binding_for(inplace.get(node.name, node.target))
+            if binding is not None:
+                plan[node.name] = binding
+    return plan

@@ -75,13 +75,14 @@ STRUCTURED_FRESH: tuple[str, ...] = (
 # above or a view of one (`linear`: addmm, or matmul then add_; `matmul`: dot/mv/mm/bmm, folded
 # by views; `softmax`/`log_softmax`: `_softmax`/`_log_softmax`, after a dtype cast): fresh too.
 FRESH_COMPOSITES: tuple[str, ...] = ("linear", "log_softmax.int", "matmul", "softmax.int")
-# Not structured, but its CPU and CUDA kernels allocate their output (`layer_norm` returns the
-# first output of `native_layer_norm`); XPU's comes from torch-xpu-ops, which nothing here can check.
+# Devices whose kernels are ATen's own; XPU's come from torch-xpu-ops, which nothing here can
+# check. On them, and only there:
+ATEN_KERNEL_DEVICES: tuple[str, ...] = ("cpu", "cuda")
+# - not structured, but their kernels allocate their output (`layer_norm` returns the first
+#   output of `native_layer_norm`);
 FRESH_ON_CPU_CUDA: tuple[str, ...] = ("layer_norm", "native_layer_norm")
-# Not structured, but `relu`/`relu_` are `clamp_min(self, 0)`/`clamp_min_(self, 0)` on CPU and
-# CUDA (aten/src/ATen/native/Activation.cpp). XPU's relu comes from torch-xpu-ops, which
-# nothing here can check: there relu keeps its out-of-place call.
-RELU_DEVICES: tuple[str, ...] = ("cpu", "cuda")
+# - not structured, but `relu`/`relu_` are `clamp_min(self, 0)`/`clamp_min_(self, 0)`
+#   (aten/src/ATen/native/Activation.cpp); elsewhere relu keeps its out-of-place call.
 
 
 def _op(name: str) -> torch._ops.OpOverload:
@@ -99,7 +100,7 @@ def plan_inplace(gm: torch.fx.GraphModule, decisions: dict[str, Decision], devic
         return {}
     inplace = dict(_INPLACE)
     fresh = set(_FRESH)
-    if device_type in RELU_DEVICES:
+    if device_type in ATEN_KERNEL_DEVICES:
         inplace[aten.relu.default] = aten.relu_.default
         fresh.add(aten.relu.default)
         fresh.update(_op(n) for n in FRESH_ON_CPU_CUDA)

@@ -28,7 +28,6 @@ from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.fusion import Group
 from ..report import COUNTERS
 from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
-from .bindings import binding_for
 from .emitter import Emitter
 from .printer import pexpr
 from .triton import kernel_signature
@@ -74,21 +73,20 @@ def generate_wrapper(
     groups: Sequence[Group] = (),
     kernels: dict[str, Any] | None = None,
     inplace: dict[str, torch._ops.OpOverload] | None = None,
-    eager_bindings: bool = False,
+    bindings: dict[str, str] | None = None,
 ) -> WrapperCode:
     """`inplace`: fallbacks emitted as their in-place variant on their first input (codegen/inplace.py).
-    `eager_bindings`: fallbacks call eager's Python binding where codegen/bindings.py has one."""
-    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}, eager_bindings).build()
+    `bindings`: fallbacks that call eager's Python binding instead of the overload (codegen/bindings.py)."""
+    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}, bindings or {}).build()
 
 
 class _WrapperBuilder:
     def __init__(
         self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str,
         groups: list[Group], kernels: dict[str, Any], device_type: str, inplace: dict[str, torch._ops.OpOverload],
-        eager_bindings: bool = False,
+        eager_calls: dict[str, str],
     ) -> None:
-        self.gm, self.decisions, self.name, self.inplace = gm, decisions, name, inplace
-        self.eager_bindings = eager_bindings
+        self.gm, self.decisions, self.name, self.inplace, self.eager_calls = gm, decisions, name, inplace, eager_calls
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
@@ -257,7 +255,7 @@ class _WrapperBuilder:
             variant = self.inplace.get(node.name)
             op = variant or target
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
-            binding = binding_for(op) if self.eager_bindings else None
+            binding = self.eager_calls.get(node.name)
             if binding is not None:
                 comment += f" [{op}]"
             body.line(f"{var} = {binding or self._call_text(op)}({self._call_args(node.args, node.kwargs)})", comment)
