@@ -92,6 +92,21 @@ def test_hf_models_lite_is_bitwise_on_the_models_that_found_bugs(capsys) -> None
     assert out.count(" ok: bitwise, 1 graph(s)") == 3 and "2 models, 0 failed" in out, out  # gpt2 training: 2 graphs (a break)
 
 
+def test_hf_models_with_eager_bindings_is_bitwise_and_counts_boxed_calls(capsys) -> None:
+    pytest.importorskip("transformers", reason="tools/hf_models.py needs transformers (scripts/bootstrap.sh installs it)")
+    from tools import hf_models
+
+    assert hf_models.main(["--models", "bert", "--no-training", "--option", "eager_bindings=True"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "options {'eager_bindings': True}" in out and "ok: bitwise, 1 graph(s)" in out, out
+    assert "fallback calls boxed (" in out, out  # what has no binding, counted
+    for bad, message in (("eager_bindings", "expected KEY=VALUE"), ("no_such_option=1", "no_such_option"),
+                         ("eager_bindings=yes", "must be a bool")):
+        with pytest.raises(SystemExit):
+            hf_models.main(["--models", "bert", "--option", bad])
+        assert message in capsys.readouterr().err, bad
+
+
 def test_hf_models_says_what_it_needs(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from tools import hf_models
 

@@ -14,6 +14,7 @@ installed it does not pull another one):
     python tools/hf_models.py                          # lite mode, inference and training
     python tools/hf_models.py --mode default           # Triton kernels, at --rtol
     python tools/hf_models.py --models llama,t5 --lengths 8,12,17 --no-training
+    python tools/hf_models.py --option eager_bindings=True   # any xpu_lite option, repeatable
 
 Lite mode must be bitwise equal to eager (logits; in training the loss and every
 parameter's gradient); the default mode is compared per tensor by the norm of the
@@ -26,6 +27,9 @@ anything failed, 2 if transformers is missing.
 from __future__ import annotations
 
 import argparse
+import ast
+import collections
+import re
 import sys
 import time
 import warnings
@@ -77,7 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-training", action="store_true", help="inference only")
     parser.add_argument("--rtol", type=float, default=1e-5, help="default mode only: relative error per tensor")
     parser.add_argument("--atol", type=float, default=1e-8, help="default mode only: per element, added to rtol's bound")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an xpu_lite option (value a Python literal, else a string), repeatable")
     args = parser.parse_args(argv)
+    options: dict[str, Any] = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--option {item!r}: expected KEY=VALUE")
+        try:
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            options[key] = value
     names = [n for n in args.models.split(",") if n] or list(MODELS)
     if unknown := [n for n in names if n not in MODELS]:
         parser.error(f"--models: unknown {unknown}; valid: {', '.join(MODELS)}")
@@ -92,10 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     import xpu_lite  # noqa: F401  (registers the backend)
+    from xpu_lite.config import parse_config
+
+    try:
+        parse_config(args.mode if args.mode == "lite" else None, options)
+    except (TypeError, ValueError) as exc:
+        parser.error(f"--option: {exc}")
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}, mode {args.mode}, lengths {lengths}", flush=True)
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, mode {args.mode}, lengths {lengths}"
+          + (f", options {options}" if options else ""), flush=True)
     failed = 0
     start = time.perf_counter()
     for name in names:
@@ -106,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args))
         for training in (False,) if args.no_training else (False, True):
-            verdict = check(model.train(training), extra, lengths, args.mode, training, args.rtol, args.atol)
+            verdict = check(model.train(training), extra, lengths, args.mode, training, args.rtol, args.atol, options)
             failed += verdict.startswith("FAIL")
             print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
     print(f"{len(names)} models, {failed} failed, {time.perf_counter() - start:.0f} s")
@@ -114,12 +136,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], mode: str,
-          training: bool, rtol: float, atol: float) -> str:
+          training: bool, rtol: float, atol: float, options: dict[str, Any] | None = None) -> str:
     """'ok ...' or 'FAIL: why', comparing each length's results with eager's."""
     from xpu_lite.report import capture
 
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend="xpu_lite", mode="lite" if mode == "lite" else None, dynamic=True)
+    lite = "lite" if mode == "lite" else None
+    if options:  # torch.compile refuses mode= with options=: the mode goes inside them
+        compiled = torch.compile(model, backend="xpu_lite", options={"mode": lite, **options}, dynamic=True)
+    else:
+        compiled = torch.compile(model, backend="xpu_lite", mode=lite, dynamic=True)
     worst, first = 0.0, 0
     began = time.perf_counter()
     with capture() as reports:
@@ -147,7 +173,18 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
         return "FAIL: xpu_lite compiled no graph (Dynamo ran the model eagerly)"
     kernels = sum(len(r.kernels) for r in reports)
     accuracy = "bitwise" if mode == "lite" else f"worst error {worst:.2f}x the bound"
-    return f"ok: {accuracy}, {first} graph(s), {kernels} kernel source(s), {time.perf_counter() - began:.1f} s"
+    verdict = f"ok: {accuracy}, {first} graph(s), {kernels} kernel source(s), {time.perf_counter() - began:.1f} s"
+    if options and options.get("eager_bindings"):
+        verdict += f"; {_boxed_calls(reports)}"
+    return verdict
+
+
+def _boxed_calls(reports: list[Any]) -> str:
+    """How many fallbacks still call `torch.ops.aten.X.Y(` (no binding for them), the most common first."""
+    boxed = collections.Counter(op for r in reports for op in re.findall(r"torch\.ops\.aten\.(\w+\.\w+)\(", r.source))
+    calls = sum(len(r.fallbacks) for r in reports)
+    common = ", ".join(f"{op} {n}" for op, n in boxed.most_common(6))
+    return f"{sum(boxed.values())} of {calls} fallback calls boxed ({common})"
 
 
 def _run(model: Any, ids: torch.Tensor, kwargs: dict[str, Any], training: bool) -> list[tuple[str, torch.Tensor]]:

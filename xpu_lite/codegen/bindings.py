@@ -21,6 +21,10 @@ import torch.fx
 
 from ..lowering import Decision, DecisionKind
 
+# unary ops whose out-of-place and in-place bindings are torch.X and torch.X_
+_UNARY = ("relu", "sigmoid", "tanh", "sin", "cos", "exp", "log", "neg", "rsqrt", "sqrt",
+          "abs", "erf", "reciprocal", "floor", "ceil", "trunc", "expm1", "log1p", "log2", "exp2")
+
 # overload -> binding. `torch.X` is torch._C._VariableFunctions (what eager's `torch.X` calls),
 # `torch.Tensor.X` a method, `torch._C._nn.X` what `torch.nn.functional` calls.
 BINDINGS: dict[str, str] = {
@@ -33,6 +37,8 @@ BINDINGS: dict[str, str] = {
     "aten.squeeze.dim": "torch.squeeze",
     "aten.expand.default": "torch.Tensor.expand",
     "aten.t.default": "torch.t",
+    "aten.detach.default": "torch.detach",
+    "aten.unbind.int": "torch.unbind",
     # copies, products, normalizations
     "aten.clone.default": "torch.clone",
     "aten.linear.default": "torch._C._nn.linear",
@@ -43,11 +49,37 @@ BINDINGS: dict[str, str] = {
     "aten.layer_norm.default": "torch.layer_norm",
     "aten.softmax.int": "torch.softmax",
     "aten.log_softmax.int": "torch.log_softmax",
+    "aten._softmax.default": "torch._softmax",
+    "aten._log_softmax.default": "torch._log_softmax",
+    "aten.native_layer_norm.default": "torch.native_layer_norm",
+    "aten.scaled_dot_product_attention.default": "torch._C._nn.scaled_dot_product_attention",
+    "aten.embedding.default": "torch.embedding",
+    # gathers, joins, reductions, factories
+    "aten.cat.default": "torch.cat",
+    "aten.gather.default": "torch.gather",
+    "aten.index_select.default": "torch.index_select",
+    "aten.slice_scatter.default": "torch.slice_scatter",
+    "aten.where.self": "torch.where",
+    "aten.sum.dim_IntList": "torch.sum",
+    "aten.mean.dim": "torch.mean",
+    "aten.amax.default": "torch.amax",
+    "aten.cumsum.default": "torch.cumsum",
+    "aten.arange.default": "torch.arange",
+    "aten.ones.default": "torch.ones",
+    "aten.zeros.default": "torch.zeros",
+    "aten.full.default": "torch.full",
     # pointwise, and the in-place variants codegen/inplace.py may choose
     "aten.gelu.default": "torch._C._nn.gelu",
     "aten.gelu_.default": "torch._C._nn.gelu_",
-    **{f"aten.{name}.default": f"torch.{name}" for name in ("relu", "sigmoid", "tanh", "sin", "cos", "exp", "log", "neg", "rsqrt", "sqrt")},
-    **{f"aten.{name}_.default": f"torch.{name}_" for name in ("relu", "sigmoid", "tanh", "sin", "cos", "exp", "log", "neg", "rsqrt", "sqrt")},
+    "aten.silu.default": "torch._C._nn.silu",
+    "aten.silu_.default": "torch._C._nn.silu_",
+    "aten.pow.Tensor_Scalar": "torch.pow",
+    "aten.clamp.default": "torch.clamp",
+    "aten.masked_fill.Scalar": "torch.masked_fill",
+    **{f"aten.{name}.{overload}": f"torch.{name}" for name in ("eq", "ne", "lt", "gt", "le", "ge") for overload in ("Tensor", "Scalar")},
+    **{f"aten.{name}.default": f"torch.{name}" for name in ("maximum", "minimum")},
+    **{f"aten.{name}.default": f"torch.{name}" for name in _UNARY},
+    **{f"aten.{name}_.default": f"torch.{name}_" for name in _UNARY},
     **{f"aten.{name}.Tensor": f"torch.{name}" for name in ("add", "sub", "mul", "div")},
     **{f"aten.{name}_.Tensor": f"torch.Tensor.{name}_" for name in ("add", "sub", "mul", "div")},
 }
