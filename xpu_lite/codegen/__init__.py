@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .bindings import plan_bindings
+from .identities import plan_identities
 from .inplace import plan_inplace
 from .wrapper import WrapperCode, generate_wrapper
 
-__all__ = ["WrapperCode", "generate_wrapper", "plan_bindings", "plan_inplace"]
+__all__ = ["WrapperCode", "generate_wrapper", "plan_bindings", "plan_identities", "plan_inplace"]

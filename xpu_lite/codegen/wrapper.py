@@ -74,19 +74,24 @@ def generate_wrapper(
     kernels: dict[str, Any] | None = None,
     inplace: dict[str, torch._ops.OpOverload] | None = None,
     bindings: dict[str, str] | None = None,
+    identities: frozenset[str] = frozenset(),
 ) -> WrapperCode:
     """`inplace`: fallbacks emitted as their in-place variant on their first input (codegen/inplace.py).
-    `bindings`: fallbacks that call eager's Python binding instead of the overload (codegen/bindings.py)."""
-    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}, bindings or {}).build()
+    `bindings`: fallbacks that call eager's Python binding instead of the overload (codegen/bindings.py).
+    `identities`: detach nodes emitted as their input itself (codegen/identities.py)."""
+    return _WrapperBuilder(
+        gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}, bindings or {}, identities
+    ).build()
 
 
 class _WrapperBuilder:
     def __init__(
         self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str,
         groups: list[Group], kernels: dict[str, Any], device_type: str, inplace: dict[str, torch._ops.OpOverload],
-        eager_calls: dict[str, str],
+        eager_calls: dict[str, str], identities: frozenset[str],
     ) -> None:
         self.gm, self.decisions, self.name, self.inplace, self.eager_calls = gm, decisions, name, inplace, eager_calls
+        self.identities = identities
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
@@ -235,7 +240,9 @@ class _WrapperBuilder:
     def _emit_node(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
         decision = self.decisions[node.name]
         kind, target = decision.kind, node.target
-        if kind is DecisionKind.SIZE:
+        if node.name in self.identities:
+            body.line(f"{var} = {self._src(node.args[0])}", f"{node.name} (detach: the same tensor, grad is off in a compiled graph)")
+        elif kind is DecisionKind.SIZE:
             expr = self.size_expr.get(node)
             if expr is not None:
                 body.line(f"{var} = {pexpr(expr)}", node.name)
