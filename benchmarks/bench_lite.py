@@ -1,10 +1,11 @@
 """Compile time and per-call time of xpu_lite (mode="lite") against aot_eager, eager and
 Inductor, measured side by side in one process, dynamic=True.
 
-    python benchmarks/bench_lite.py [--device cpu] [--no-inductor] [--write docs/benchmarks.md]
+    python benchmarks/bench_lite.py [--device cpu] [--no-inductor] [--no-training] [--write docs/benchmarks.md]
 
 Cases: the demo's 4-layer transformer block and a 50-op pointwise chain, each at four
-sizes. Ratios, not absolute times, are what carry over between machines.
+sizes, in inference; and a training step of the block (forward, sum, backward). Ratios, not
+absolute times, are what carry over between machines.
 """
 from __future__ import annotations
 
@@ -34,16 +35,37 @@ def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def measure(name: str, model: Callable[..., Any], inputs: list[torch.Tensor], backends: list[tuple[str, dict[str, Any]]], repeat: int) -> list[tuple[str, ...]]:
+def training_step(model: torch.nn.Module) -> Callable[..., Callable[[torch.Tensor], None]]:
+    """make(kwargs) -> one training step of `model` (compiled, or eager with kwargs None):
+    gradients cleared, forward, sum, backward."""
+    def make(kwargs: dict[str, Any] | None) -> Callable[[torch.Tensor], None]:
+        forward = model if kwargs is None else torch.compile(model, dynamic=True, **kwargs)
+
+        def step(x: torch.Tensor) -> None:
+            for p in model.parameters():
+                p.grad = None
+            with torch.enable_grad():
+                forward(x).sum().backward()
+        return step
+    return make
+
+
+def inference(model: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
+    return lambda kwargs: model if kwargs is None else torch.compile(model, dynamic=True, **kwargs)
+
+
+def measure(name: str, make: Callable[..., Callable[..., Any]], inputs: list[torch.Tensor], backends: list[tuple[str, dict[str, Any]]], repeat: int) -> list[tuple[str, ...]]:
     """Compile time (best of two) and per-call time, each call of the backend next to a call
     of eager (interleaved, median of `repeat` per size): this machine is shared, so only
-    side-by-side ratios mean much."""
+    side-by-side ratios mean much. `make(kwargs)` gives the function to time (kwargs for
+    torch.compile; None: eager)."""
+    model = make(None)
     results: dict[str, tuple[float, float, float, str]] = {}
     for label, kwargs in backends:
         compile_s = float("inf")
         for _ in range(2):  # best of two: the first compile in a process also warms caches
             torch._dynamo.reset()
-            compiled = torch.compile(model, dynamic=True, **kwargs)
+            compiled = make(kwargs)
             start = time.perf_counter()
             compiled(inputs[0])
             compile_s = min(compile_s, time.perf_counter() - start)
@@ -65,7 +87,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
     parser.add_argument("--no-inductor", action="store_true", help="skip Inductor (needs a C++ compiler on CPU; slow to compile)")
-    parser.add_argument("--repeat", type=int, default=200, help="interleaved calls per size")
+    parser.add_argument("--no-training", action="store_true", help="skip the training-step case")
+    parser.add_argument("--repeat", type=int, default=200, help="interleaved calls per size (a quarter of it for training steps)")
     parser.add_argument("--write", default=None, help="append the table to this markdown file")
     args = parser.parse_args()
     device = torch.device(args.device) if args.device else best_device()
@@ -87,13 +110,18 @@ def main() -> int:
     # the wrapper (lite mode with no regions is all fallbacks), so cpu measures the block
     # without its region. On a GPU the block keeps its region.
     block = TransformerStack(region=device.type != "cpu").to(device).eval()
+    sizes = [torch.randn(b, s, 64, device=device) for b, s in ((2, 8), (3, 16), (4, 32), (5, 24))]
+    no_region = " (no region)" if device.type == "cpu" else ""
     cases = [
-        ("transformer block" + (" (no region)" if device.type == "cpu" else ""), block, [torch.randn(b, s, 64, device=device) for b, s in ((2, 8), (3, 16), (4, 32), (5, 24))]),
-        ("50-op pointwise", pointwise_chain, [torch.randn(n, device=device) for n in (1000, 3000, 10000, 30000)]),
+        ("transformer block" + no_region, inference(block), sizes, args.repeat),
+        ("50-op pointwise", inference(pointwise_chain), [torch.randn(n, device=device) for n in (1000, 3000, 10000, 30000)], args.repeat),
     ]
+    if not args.no_training:  # not a target of the issue: what a training step costs, for users
+        trained = TransformerStack(region=device.type != "cpu").to(device)
+        cases.append(("block training step" + no_region, training_step(trained), sizes, max(args.repeat // 4, 5)))
     rows: list[tuple[str, ...]] = []
-    for name, model, inputs in cases:
-        rows += measure(name, model, inputs, backends, args.repeat)
+    for name, make, inputs, repeat in cases:
+        rows += measure(name, make, inputs, backends, repeat)
     header = ("case", "backend", "compile s", "compile / aot_eager", "per-call ms", "per-call / eager", "per size / eager")
     table = format_table(header, rows)
     print("\n" + table)
