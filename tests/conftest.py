@@ -1,7 +1,10 @@
 """Shared test helpers: devices, eager comparison, fresh Dynamo state per test."""
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("PYTORCH_ENABLE_XPU_FALLBACK", "0")  # a silent CPU fallback on XPU must show up
 
@@ -21,6 +24,29 @@ def skip_unless(device: str):
 @pytest.fixture(params=[pytest.param(d, marks=skip_unless(d)) for d in DEVICES])
 def device(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@contextlib.contextmanager
+def xpu_lite_log() -> Iterator[list[str]]:
+    """The messages the `xpu_lite` logger emits at INFO and above inside the block; the
+    logger's level and the root logger's handlers are as before afterwards."""
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    root, logger, handler = logging.getLogger(), logging.getLogger("xpu_lite"), Collect(logging.INFO)
+    handlers, level = list(root.handlers), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        for added in [h for h in root.handlers if h not in handlers]:  # a logging.basicConfig() inside
+            root.removeHandler(added)
 
 
 @pytest.fixture(autouse=True)

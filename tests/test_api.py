@@ -12,6 +12,8 @@ import torch
 import xpu_lite
 from xpu_lite.lowering import LoweringError
 
+from .conftest import xpu_lite_log
+
 
 def fn(x: torch.Tensor) -> torch.Tensor:
     y = x.sin() + 1
@@ -102,3 +104,21 @@ def test_entry_point_resolves_without_import_and_import_is_idempotent() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def test_timings_and_the_log_say_what_each_graph_became_and_how_long_it_took() -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    with xpu_lite_log() as lines:
+        report = xpu_lite.explain(lambda x: fn(x).sum().backward(), x, mode="lite", dynamic=True)
+    table = report.timings().splitlines()
+    assert table[0].split() == ["graph", "nodes", "kernels", "nodes", "in", "kernels", "fallbacks", "compile", "s", "kernels", "s"]
+    assert [row.split()[0] for row in table[2:]] == [g.name for g in report.graphs] and len(report.graphs) == 2
+    for graph in report.graphs:
+        name, nodes, kernels, fused, fallbacks, compile_s, kernel_s = graph.counts()
+        assert int(nodes) == len(graph.decisions) and int(fallbacks) == len(graph.fallbacks)
+        assert int(kernels) == len({d.kernel.split()[0] for d in graph.decisions if d.kernel}) >= 1  # the region's mul
+        assert 0 < graph.kernel_s <= graph.compile_s and (kernel_s, compile_s) == (f"{graph.kernel_s:.2f}", f"{graph.compile_s:.2f}")
+        assert f"xpu_lite {graph.summary_line()}" in lines, lines
+    forward = report.graphs[0].counts()
+    assert f"{forward[2]} kernels ({forward[3]} nodes), {forward[4]} eager fallbacks" in report.graphs[0].summary_line()
+    assert any(" Dynamo nodes traced by AOTAutograd and compiled in " in line for line in lines), lines

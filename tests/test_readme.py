@@ -17,6 +17,8 @@ import torch
 
 import xpu_lite
 
+from .conftest import xpu_lite_log
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEXT = README.read_text()
 # each block with the blank lines before it, so tracebacks point at README.md's own lines
@@ -43,7 +45,7 @@ def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
 
 def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
-               "torch.nonzero(x)", "args.clear()"]
+               "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")']
     assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
     for marker in covered:
         block(marker)
@@ -113,3 +115,28 @@ def test_wrapper_listing_is_what_the_generator_writes() -> None:
     listing = block("args.clear()")
     assert generated[generated.index("def call(args):"):].strip() == listing.strip()
     torch.testing.assert_close(ns["result"], torch.tensor([[0], [2], [3]]) * 2)
+
+
+def test_logging_example_prints_the_lines_the_readme_shows() -> None:
+    """The README's sample log lines (the default-mode demo block, one layer, forward and
+    backward, on cpu): the counts must match; the seconds are this machine's."""
+    import logging
+
+    from xpu_lite.demo import TransformerStack
+
+    with xpu_lite_log() as lines:
+        logging.getLogger("xpu_lite").setLevel(logging.WARNING)
+        run(block('getLogger("xpu_lite")'))
+        assert logging.getLogger("xpu_lite").getEffectiveLevel() == logging.INFO  # what the block does
+        torch.manual_seed(0)
+        model = TransformerStack(layers=1)
+        xpu_lite.explain(lambda x: model(x).sum().backward(), torch.randn(2, 8, 64), dynamic=True)
+    claimed = re.findall(r"`(xpu_lite graph_\d+[^`]*)`", TEXT.replace("\n", " "))
+    assert len(claimed) == 2, claimed
+
+    def shape(line: str) -> str:  # graph numbers and seconds vary; the counts must not
+        return re.sub(r"graph_\d+", "graph_N", re.sub(r"\d+\.\d+ s", "T s", re.sub(r"\s+", " ", line)))
+
+    got = {shape(line) for line in lines}
+    for line in claimed:
+        assert shape(line) in got, (line, lines)

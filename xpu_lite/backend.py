@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -47,11 +48,12 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
     device_type = compat.fake_tensor_device(example_inputs)
+    started = time.perf_counter()
     while True:
         compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
         try:
             with tracing(plan, device_type):
-                return compat.aot_module_simplified(
+                compiled = compat.aot_module_simplified(
                     gm,
                     example_inputs,
                     fw_compiler=functools.partial(compiler, kind="forward"),
@@ -63,6 +65,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         except compat.AliasingCompositeOp as exc:  # trace again with the op decomposed
             plan = plan.without_preserving(exc.op)
             log.info("xpu_lite %s: %s returns a view of its input; traced again with it decomposed", graph, exc.op)
+            continue
+        log.info("xpu_lite %s: %d Dynamo nodes traced by AOTAutograd and compiled in %.2f s",
+                 graph, len(gm.graph.nodes), time.perf_counter() - started)
+        return compiled
 
 
 def compile_graph(
@@ -71,8 +77,10 @@ def compile_graph(
     """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`."""
     name = f"{graph}_{kind}"
     config = plan.config
+    started = time.perf_counter()
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
+    kernel_s = time.perf_counter() - started
     inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
     identities = plan_identities(gm, decisions)
     bindings = plan_bindings(gm, decisions, inplace) if config.eager_bindings else {}
@@ -95,13 +103,16 @@ def compile_graph(
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
         code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, bindings, identities)
-    report = GraphReport(name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources))
+    report = GraphReport(
+        name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources),
+        compile_s=time.perf_counter() - started, kernel_s=kernel_s,
+    )
     write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
     write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
     for i, source in enumerate(sources):
         write_stage(config.debug_dir, graph, f"{kind}_kernel_{i}.py", source)
     write_stage(config.debug_dir, graph, f"{kind}_wrapper.py", code.source)
-    log.debug("xpu_lite compiled %s: %d nodes, %d kernels, %d fallbacks", name, len(decisions), len(groups), len(report.fallbacks))
+    log.info("xpu_lite %s", report.summary_line())
     publish(report)
     return load_wrapper(code)
 
@@ -114,6 +125,7 @@ def compile_kernels(
     ok: list[Group] = []
     kernels: dict[str, Any] = {}
     sources: list[str] = []
+    started = time.perf_counter()
     for group in groups:
         kernel = group.kernel
         try:
@@ -127,6 +139,7 @@ def compile_kernels(
             warnings.warn(f"xpu_lite: {detail}; its {len(kernel.nodes)} node(s) run eagerly", stacklevel=2)
             _demote(group, decisions, detail)
             continue
+        log.debug("xpu_lite %s (%d nodes) compiled and loaded, %.2f s so far", kernel.name, len(kernel.nodes), time.perf_counter() - started)
         ok.append(group)
         kernels.update(loaded)
         sources.extend(variants.values())

@@ -48,6 +48,8 @@ class GraphReport:
     emitted: frozenset[str]
     source: str
     kernels: tuple[str, ...] = ()  # Triton source of each fused kernel
+    compile_s: float = 0.0  # seconds in xpu_lite for this graph (after AOTAutograd's trace)
+    kernel_s: float = 0.0  # of which partitioning and generating, compiling and loading kernels
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
         out = []
@@ -65,6 +67,19 @@ class GraphReport:
     def fallbacks(self) -> list[Decision]:
         return [d for d in self.decisions if d.kind is DecisionKind.FALLBACK and d.node in self.emitted]
 
+    def counts(self) -> tuple[str, ...]:
+        """(graph, nodes, kernels, nodes in kernels, eager fallbacks, compile s, kernels s)."""
+        fused = [d for d in self.decisions if d.kind is DecisionKind.KERNEL and d.kernel]
+        kernels = {d.kernel.split()[0] for d in fused}  # "kernel_0 (3 nodes)"
+        return (self.name, str(len(self.decisions)), str(len(kernels)), str(len(fused)), str(len(self.fallbacks)),
+                f"{self.compile_s:.2f}", f"{self.kernel_s:.2f}")
+
+    def summary_line(self) -> str:
+        """One line for the log: what this graph became and how long xpu_lite took."""
+        name, nodes, kernels, fused, fallbacks, compile_s, kernel_s = self.counts()
+        return (f"{name}: {nodes} nodes -> {kernels} kernels ({fused} nodes), {fallbacks} eager fallbacks; "
+                f"{compile_s} s ({kernel_s} s partitioning and kernels)")
+
 
 @dataclasses.dataclass(frozen=True)
 class ExplainReport:
@@ -81,6 +96,11 @@ class ExplainReport:
                     key = d.kind.value if d.reason is None else f"{d.kind.value}: {d.reason.kind.value}"
                     counts[key] = counts.get(key, 0) + 1
         return dict(sorted(counts.items()))
+
+    def timings(self) -> str:
+        """Per graph: its size, what it became, and the seconds xpu_lite spent on it."""
+        header = ("graph", "nodes", "kernels", "nodes in kernels", "fallbacks", "compile s", "kernels s")
+        return format_table(header, [graph.counts() for graph in self.graphs])
 
     def __str__(self) -> str:
         return format_table(("graph", "node", "op", "decision", "reason"), self.rows())
