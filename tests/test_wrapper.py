@@ -67,3 +67,51 @@ def test_buffers_are_freed_after_last_use() -> None:
     compiled = torch.compile(fn, backend="xpu_lite", mode="lite")
     _, (source,) = xpu_lite.run_and_get_code(compiled, torch.randn(8))
     assert "del buf0" in source and "del buf1" in source
+
+
+def test_prims_convert_element_type_is_aten_to_copy() -> None:
+    """codegen/prims.py calls aten._to_copy for prims.convert_element_type: the same values,
+    dtype, sizes and strides for every layout and dtype pair (or the same error)."""
+    base = torch.randn(4, 6, 5) * 100
+    layouts = [base, base.transpose(0, 2), base[:, ::2], base[0, 0, 0], base[:, :1].expand(4, 3, 5),
+               base.permute(2, 0, 1).contiguous().permute(1, 2, 0), torch.tensor([float("nan"), -0.0, float("inf"), 1e-45])]
+    dtypes = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+    for layout in layouts:
+        for source in dtypes:
+            x = layout.to(source)
+            for dtype in dtypes:
+                want = torch.ops.prims.convert_element_type.default(x, dtype)
+                got = torch.ops.aten._to_copy.default(x, dtype=dtype)
+                assert (got.dtype, got.shape, got.stride()) == (want.dtype, want.shape, want.stride()), (x.stride(), source, dtype)
+                assert torch.equal(got.view(torch.uint8) if dtype is torch.bool else got.nan_to_num(0.5),
+                                   want.view(torch.uint8) if dtype is torch.bool else want.nan_to_num(0.5))
+                assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.signbit(), want.signbit())
+
+
+class _RMSNorm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.randn(8)), 1e-6
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def test_a_tensorified_float_is_converted_by_aten_not_prims() -> None:
+    """Under dynamic=True the eps reaches the graph as a tensor that AOTAutograd converts with
+    prims.convert_element_type (Python, ~50 us a call); the wrapper calls aten._to_copy."""
+    model = _RMSNorm()
+    compiled = torch.compile(model, backend="xpu_lite", mode="lite", dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            x = torch.randn(batch, 8)
+            got, sources = xpu_lite.run_and_get_code(compiled, x)
+            source = sources[0] if batch == 2 else source
+            want = model(x)
+            assert torch.equal(got, want) and got.stride() == want.stride()
+    assert xpu_lite.counters.forward_graphs == 1
+    assert "torch.ops.prims." not in source, source
+    assert "torch.ops.aten._to_copy.default(" in source and "(prims.convert_element_type.default as aten._to_copy.default)" in source
+    with torch.no_grad():
+        report = str(xpu_lite.explain(model, torch.randn(2, 8), mode="lite", dynamic=True))
+    assert "called as aten._to_copy.default (what the prims op's Python implementation runs)" in report, report

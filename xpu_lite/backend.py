@@ -18,7 +18,7 @@ from typing import Any
 import torch.fx
 
 from . import _torch_compat as compat
-from .codegen import generate_wrapper, plan_bindings, plan_identities, plan_inplace
+from .codegen import CallPlan, generate_wrapper, plan_bindings, plan_identities, plan_inplace, plan_prims
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -84,17 +84,12 @@ def compile_graph(
     inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
     identities = plan_identities(gm, decisions)
     bindings = plan_bindings(gm, decisions, inplace) if config.eager_bindings else {}
-    bindings = {n: b for n, b in bindings.items() if n not in identities}
-    notes = [
-        *((n, f"runs in place as {op}") for n, op in inplace.items()),
-        *((n, f"called as {b}") for n, b in bindings.items()),
-        *((n, "no call: the same tensor (detach with grad off, as in every compiled graph)") for n in sorted(identities)),
-    ]
-    for node, note in notes:  # explain() says so next to the fallback's reason
+    calls = CallPlan(inplace, {n: b for n, b in bindings.items() if n not in identities}, identities, plan_prims(gm, decisions))
+    for node, note in calls.notes():  # explain() says so next to the fallback's reason
         d = decisions[node]
         decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, note))))
     try:
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, bindings, identities)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, calls)
     except LoweringError as exc:  # a kernel needs a size the wrapper cannot bind: run its graph eagerly
         if config.strict or not groups:
             raise
@@ -102,7 +97,7 @@ def compile_graph(
         for group in groups:
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
-        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, inplace, bindings, identities)
+        code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, calls)
     report = GraphReport(
         name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources),
         compile_s=time.perf_counter() - started, kernel_s=kernel_s,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from .bindings import plan_bindings
 from .identities import plan_identities
 from .inplace import plan_inplace
-from .wrapper import WrapperCode, generate_wrapper
+from .prims import plan_prims
+from .wrapper import CallPlan, WrapperCode, generate_wrapper
 
-__all__ = ["WrapperCode", "generate_wrapper", "plan_bindings", "plan_identities", "plan_inplace"]
+__all__ = ["CallPlan", "WrapperCode", "generate_wrapper", "plan_bindings", "plan_identities", "plan_inplace", "plan_prims"]

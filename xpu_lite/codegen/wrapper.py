@@ -30,6 +30,7 @@ from ..report import COUNTERS
 from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
 from .emitter import Emitter
 from .printer import pexpr
+from .prims import aten_call
 from .triton import kernel_signature
 
 aten = torch.ops.aten
@@ -65,6 +66,25 @@ class _Binding:
     access: str  # "{}.size(0)" formatted with the producer's variable
 
 
+@dataclasses.dataclass(frozen=True)
+class CallPlan:
+    """How the wrapper calls fallbacks where not as the traced node's own overload, by node name."""
+
+    inplace: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/inplace.py
+    bindings: dict[str, str] = dataclasses.field(default_factory=dict)  # eager's binding text, codegen/bindings.py
+    identities: frozenset[str] = frozenset()  # detach nodes emitted as their input, codegen/identities.py
+    prims: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/prims.py
+
+    def notes(self) -> list[tuple[str, str]]:
+        """(node, what explain() says of the call) for every planned fallback."""
+        return [
+            *((n, f"runs in place as {op}") for n, op in self.inplace.items()),
+            *((n, f"called as {b}") for n, b in self.bindings.items()),
+            *((n, "no call: the same tensor (detach with grad off, as in every compiled graph)") for n in sorted(self.identities)),
+            *((n, f"called as {op} (what the prims op's Python implementation runs)") for n, op in self.prims.items()),
+        ]
+
+
 def generate_wrapper(
     gm: torch.fx.GraphModule,
     decisions: dict[str, Decision],
@@ -72,26 +92,17 @@ def generate_wrapper(
     device_type: str,
     groups: Sequence[Group] = (),
     kernels: dict[str, Any] | None = None,
-    inplace: dict[str, torch._ops.OpOverload] | None = None,
-    bindings: dict[str, str] | None = None,
-    identities: frozenset[str] = frozenset(),
+    calls: CallPlan = CallPlan(),
 ) -> WrapperCode:
-    """`inplace`: fallbacks emitted as their in-place variant on their first input (codegen/inplace.py).
-    `bindings`: fallbacks that call eager's Python binding instead of the overload (codegen/bindings.py).
-    `identities`: detach nodes emitted as their input itself (codegen/identities.py)."""
-    return _WrapperBuilder(
-        gm, decisions, name, list(groups), kernels or {}, device_type, inplace or {}, bindings or {}, identities
-    ).build()
+    return _WrapperBuilder(gm, decisions, name, list(groups), kernels or {}, device_type, calls).build()
 
 
 class _WrapperBuilder:
     def __init__(
         self, gm: torch.fx.GraphModule, decisions: dict[str, Decision], name: str,
-        groups: list[Group], kernels: dict[str, Any], device_type: str, inplace: dict[str, torch._ops.OpOverload],
-        eager_calls: dict[str, str], identities: frozenset[str],
+        groups: list[Group], kernels: dict[str, Any], device_type: str, calls: CallPlan,
     ) -> None:
-        self.gm, self.decisions, self.name, self.inplace, self.eager_calls = gm, decisions, name, inplace, eager_calls
-        self.identities = identities
+        self.gm, self.decisions, self.name, self.calls = gm, decisions, name, calls
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
@@ -240,7 +251,7 @@ class _WrapperBuilder:
     def _emit_node(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
         decision = self.decisions[node.name]
         kind, target = decision.kind, node.target
-        if node.name in self.identities:
+        if node.name in self.calls.identities:
             body.line(f"{var} = {self._src(node.args[0])}", f"{node.name} (detach: the same tensor, grad is off in a compiled graph)")
         elif kind is DecisionKind.SIZE:
             expr = self.size_expr.get(node)
@@ -259,13 +270,16 @@ class _WrapperBuilder:
         elif kind is DecisionKind.UNPACK:
             body.line(f"{var} = {self._src(node.args[0])}[{self._src(node.args[1])}]", node.name)
         else:
-            variant = self.inplace.get(node.name)
-            op = variant or target
+            variant = self.calls.inplace.get(node.name)
+            op, args, kwargs = variant or target, node.args, node.kwargs
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
-            binding = self.eager_calls.get(node.name)
+            if node.name in self.calls.prims:
+                op, args, kwargs = aten_call(node)
+                comment += f" ({target} as {op})"
+            binding = self.calls.bindings.get(node.name)
             if binding is not None:
                 comment += f" [{op}]"
-            body.line(f"{var} = {binding or self._call_text(op)}({self._call_args(node.args, node.kwargs)})", comment)
+            body.line(f"{var} = {binding or self._call_text(op)}({self._call_args(args, kwargs)})", comment)
 
     def _emit_group(self, body: Emitter, group: Group) -> None:
         kernel = group.kernel
