@@ -1,7 +1,9 @@
-"""tools/opinfo_sweep.py and tools/hf_models.py: the deeper sweeps run and can fail."""
+"""tools/opinfo_sweep.py and tools/hf_models.py: the deeper sweeps run and can fail; the benchmark
+scripts that build on them run."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,3 +118,18 @@ def test_hf_models_says_what_it_needs(monkeypatch: pytest.MonkeyPatch, capsys) -
     monkeypatch.setitem(sys.modules, "transformers", None)  # import fails as if not installed
     assert hf_models.main(["--models", "llama"]) == 2
     assert "needs transformers" in capsys.readouterr().err
+
+
+def test_bench_models_runs_and_checks_its_arguments(capsys) -> None:
+    """benchmarks/bench_models.py (a benchmark, not a timed test): it runs end to end on one
+    model and refuses an unknown one; its figures are not asserted."""
+    pytest.importorskip("transformers", reason="benchmarks/bench_models.py needs transformers (scripts/bootstrap.sh installs it)")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_models
+
+    with pytest.raises(SystemExit):
+        bench_models.main(["--models", "no_such_model"])
+    assert "valid: llama" in capsys.readouterr().err
+    assert bench_models.main(["--models", "bert", "--lengths", "8,12", "--repeat", "1"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    assert table[0].split()[0] == "model" and table[2].split()[0] == "bert" and len(table[2].split()) == 5, table

@@ -1,0 +1,99 @@
+"""Per-call time of whole models in inference: xpu_lite's lite mode (default options and
+eager_bindings=True) against eager, aot_eager and Dynamo's own `eager` backend, side by side
+in one process, dynamic=True.
+
+The 12 tiny transformers models of tools/hf_models.py (random weights, nothing downloaded),
+run at three sequence lengths with one compilation. Lite mode with no regions is all eager
+fallbacks, so this is the wrapper's cost on real graphs (attention masks, rotary embeddings,
+embeddings, caches of constants), where bench_lite.py has a synthetic block.
+
+    python benchmarks/bench_models.py [--models llama,gpt2] [--repeat 40] [--write docs/benchmarks.md]
+
+Needs `transformers` (scripts/bootstrap.sh installs it).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import xpu_lite  # noqa: E402,F401  (registers the backend)
+from tools.hf_models import MODELS  # noqa: E402
+from xpu_lite.demo import side_by_side_seconds  # noqa: E402
+from xpu_lite.report import format_table  # noqa: E402
+
+BACKENDS: list[tuple[str, dict[str, Any]]] = [
+    ("Dynamo floor (eager backend)", {"backend": "eager"}),
+    ("aot_eager", {"backend": "aot_eager"}),
+    ("xpu_lite (lite)", {"backend": "xpu_lite", "mode": "lite"}),
+    ("xpu_lite (lite, eager_bindings=True)", {"backend": "xpu_lite", "options": {"mode": "lite", "eager_bindings": True}}),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="", help=f"comma-separated, from: {', '.join(MODELS)} (default all)")
+    parser.add_argument("--lengths", default="8,12,17", help="sequence lengths, one compilation for all")
+    parser.add_argument("--repeat", type=int, default=40, help="interleaved calls per length")
+    parser.add_argument("--write", default=None, help="append the table to this markdown file")
+    args = parser.parse_args(argv)
+    names = [n for n in args.models.split(",") if n] or list(MODELS)
+    if unknown := [n for n in names if n not in MODELS]:
+        parser.error(f"--models: unknown {unknown}; valid: {', '.join(MODELS)}")
+    try:
+        import transformers
+    except ImportError:
+        print("benchmarks/bench_models.py needs transformers: .venv/bin/pip install transformers", file=sys.stderr)
+        return 2
+    transformers.logging.set_verbosity_error()
+    warnings.filterwarnings("ignore")
+    lengths = [int(n) for n in args.lengths.split(",")]
+    torch.set_grad_enabled(False)
+    rows: list[tuple[str, ...]] = []
+    for name in names:
+        config_cls, model_cls, config_args, extra = MODELS[name]
+        torch.manual_seed(0)
+        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).eval()
+        inputs = []
+        for length in lengths:
+            ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length))
+            inputs.append((ids, extra(ids)))
+        ratios = []
+        for label, kwargs in BACKENDS:
+            torch._dynamo.reset()
+            compiled = torch.compile(model, dynamic=True, **kwargs)
+            start = time.perf_counter()
+            for ids, more in inputs:
+                compiled(ids, **more)
+            compile_s = time.perf_counter() - start
+            pairs = [side_by_side_seconds([lambda: model(ids, **more), lambda: compiled(ids, **more)], args.repeat)
+                     for ids, more in inputs]
+            eager, per_call = (sum(column) for column in zip(*pairs))
+            ratios.append(per_call / eager)
+            print(f"  {name:9s} {label:36s} per-call {per_call / eager:.2f}x eager ({eager * 1e3:.2f} ms), "
+                  f"first calls {compile_s:.1f} s", flush=True)
+        rows.append((name, *(f"{r:.2f}" for r in ratios)))
+    header = ("model", *(f"{label} / eager" for label, _ in BACKENDS))
+    table = format_table(header, rows)
+    print("\n" + table)
+    if args.write:
+        stamp = (f"{datetime.date.today().isoformat()}, device cpu, torch {torch.__version__}, transformers "
+                 f"{transformers.__version__}, {platform.machine()} {torch.get_num_threads()} threads, lengths {lengths}")
+        md = ["", f"### bench_models.py — {stamp}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        md += ["| " + " | ".join(r) + " |" for r in rows]
+        with open(args.write, "a") as fh:
+            fh.write("\n".join(md) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
