@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402
-from xpu_lite.report import format_table  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
 from xpu_lite.runtime import best_device  # noqa: E402
 
 
@@ -121,12 +121,10 @@ def main() -> int:
     print("\n(times: median per call summed over four sizes; 'Inductor throughput ratio' = Inductor time / xpu_lite time, ≥ 0.9 is the GPU target)")
     if args.write:
         stamp = f"{datetime.date.today().isoformat()}, device {device}, torch {torch.__version__}"
-        md = ["", f"### bench_kernels.py — {stamp}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(r) + " |" for r in rows]
+        md = markdown_table(header, rows)
         if not gpu:
             md += ["", "On cpu xpu_lite's kernels run under the Triton interpreter (numpy per block): these ratios measure the interpreter, not generated GPU code."]
-        with open(args.write, "a") as fh:
-            fh.write("\n".join(md) + "\n")
+        append_section(args.write, f"bench_kernels.py — {stamp}", md)
     return 0
 
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402,F401  (registers the backend)
 from xpu_lite.demo import TransformerStack, side_by_side_seconds  # noqa: E402
-from xpu_lite.report import format_table  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
 from xpu_lite.runtime import best_device  # noqa: E402
 
 
@@ -127,10 +127,7 @@ def main() -> int:
     print("\n" + table)
     if args.write:
         stamp = f"{datetime.date.today().isoformat()}, device {device}, torch {torch.__version__}, {platform.machine()} {torch.get_num_threads()} threads"
-        md = ["", f"### bench_lite.py — {stamp}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(r) + " |" for r in rows]
-        with open(args.write, "a") as fh:
-            fh.write("\n".join(md) + "\n")
+        append_section(args.write, f"bench_lite.py — {stamp}", markdown_table(header, rows))
     return 0
 
 

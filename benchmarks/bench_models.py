@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import xpu_lite  # noqa: E402,F401  (registers the backend)
 from tools.hf_models import MODELS  # noqa: E402
 from xpu_lite.demo import side_by_side_seconds  # noqa: E402
-from xpu_lite.report import format_table  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
 
 BACKENDS: list[tuple[str, dict[str, Any]]] = [
     ("Dynamo floor (eager backend)", {"backend": "eager"}),
@@ -88,10 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         stamp = (f"{datetime.date.today().isoformat()}, device cpu, torch {torch.__version__}, transformers "
                  f"{transformers.__version__}, {platform.machine()} {torch.get_num_threads()} threads, lengths {lengths}")
-        md = ["", f"### bench_models.py — {stamp}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(r) + " |" for r in rows]
-        with open(args.write, "a") as fh:
-            fh.write("\n".join(md) + "\n")
+        append_section(args.write, f"bench_models.py — {stamp}", markdown_table(header, rows))
     return 0
 
 

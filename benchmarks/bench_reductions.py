@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import xpu_lite  # noqa: E402
 from bench_kernels import copy_bandwidth, timed  # noqa: E402
-from xpu_lite.report import format_table  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
 from xpu_lite.runtime import PERSISTENT_MAX, best_device  # noqa: E402
 
 
@@ -112,12 +112,10 @@ def main() -> int:
         _plot(series, device, rows, args.plot)
     if args.write:
         stamp = f"{datetime.date.today().isoformat()}, device {device}, torch {torch.__version__}, {rows} rows"
-        md = ["", f"### bench_reductions.py — {stamp}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(r) + " |" for r in table]
+        md = markdown_table(header, table)
         if args.plot:
             md += ["", f"![per-call time relative to eager]({Path(args.plot).name})"]
-        with open(args.write, "a") as fh:
-            fh.write("\n".join(md) + "\n")
+        append_section(args.write, f"bench_reductions.py — {stamp}", md)
     return 0
 
 

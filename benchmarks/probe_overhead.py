@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite.backend as backend  # noqa: E402
 from xpu_lite.demo import TransformerStack, side_by_side_seconds  # noqa: E402
-from xpu_lite.report import format_table  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lite import pointwise_chain  # noqa: E402
@@ -164,12 +164,8 @@ def main() -> int:
     t3 = format_table(header3, floors)
     print(t1 + "\n\n" + t2 + "\n\n" + t3)
     if args.write:
-        md = ["", f"### probe_overhead.py — {datetime.date.today().isoformat()}, device cpu, torch {torch.__version__}", ""]
-        md += ["| " + " | ".join(header1) + " |", "|" + "---|" * len(header1)] + ["| " + " | ".join(r) + " |" for r in ops] + [""]
-        md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows] + [""]
-        md += ["| " + " | ".join(header3) + " |", "|" + "---|" * len(header3)] + ["| " + " | ".join(r) + " |" for r in floors]
-        with open(args.write, "a") as fh:
-            fh.write("\n".join(md) + "\n")
+        append_section(args.write, f"probe_overhead.py — {datetime.date.today().isoformat()}, device cpu, torch {torch.__version__}",
+                       [*markdown_table(header1, ops), "", *markdown_table(header, rows), "", *markdown_table(header3, floors)])
     return 0
 
 

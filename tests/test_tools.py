@@ -120,7 +120,7 @@ def test_hf_models_says_what_it_needs(monkeypatch: pytest.MonkeyPatch, capsys) -
     assert "needs transformers" in capsys.readouterr().err
 
 
-def test_bench_models_runs_and_checks_its_arguments(capsys) -> None:
+def test_bench_models_runs_and_checks_its_arguments(capsys, tmp_path) -> None:
     """benchmarks/bench_models.py (a benchmark, not a timed test): it runs end to end on one
     model and refuses an unknown one; its figures are not asserted."""
     pytest.importorskip("transformers", reason="benchmarks/bench_models.py needs transformers (scripts/bootstrap.sh installs it)")
@@ -130,6 +130,10 @@ def test_bench_models_runs_and_checks_its_arguments(capsys) -> None:
     with pytest.raises(SystemExit):
         bench_models.main(["--models", "no_such_model"])
     assert "valid: llama" in capsys.readouterr().err
-    assert bench_models.main(["--models", "bert", "--lengths", "8,12", "--repeat", "1"]) == 0
+    written = tmp_path / "benchmarks.md"
+    assert bench_models.main(["--models", "bert", "--lengths", "8,12", "--repeat", "1", "--write", str(written)]) == 0
     table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
     assert table[0].split()[0] == "model" and table[2].split()[0] == "bert" and len(table[2].split()) == 5, table
+    md = written.read_text().splitlines()
+    assert md[1].startswith("### bench_models.py — ") and md[3].startswith("| model | ") and md[4] == "|---|---|---|---|---|", md
+    assert md[5].startswith("| bert | ") and md[5].count("|") == 6, md

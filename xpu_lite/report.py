@@ -112,6 +112,17 @@ def format_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
 
 
+def markdown_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """The lines of a markdown table (what the benchmark scripts append to docs/benchmarks.md)."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def append_section(path: str, title: str, lines: list[str]) -> None:
+    """Append `### title` and its lines to a markdown file (docs/benchmarks.md)."""
+    with open(path, "a") as fh:
+        fh.write("\n".join(["", f"### {title}", "", *lines]) + "\n")
+
+
 _capturing: list[list[GraphReport]] = []
 
 
