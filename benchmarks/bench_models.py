@@ -39,6 +39,32 @@ BACKENDS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+def measure(name: str, lengths: list[int], repeat: int, transformers: Any) -> tuple[str, ...]:
+    """(model, per-call / eager of each backend), each call next to a call of eager."""
+    config_cls, model_cls, config_args, extra = MODELS[name]
+    torch.manual_seed(0)
+    model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).eval()
+    inputs = []
+    for length in lengths:
+        ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length))
+        inputs.append((ids, extra(ids)))
+    ratios = []
+    for label, kwargs in BACKENDS:
+        torch._dynamo.reset()
+        compiled = torch.compile(model, dynamic=True, **kwargs)
+        start = time.perf_counter()
+        for ids, more in inputs:
+            compiled(ids, **more)
+        compile_s = time.perf_counter() - start
+        pairs = [side_by_side_seconds([lambda: model(ids, **more), lambda: compiled(ids, **more)], repeat)
+                 for ids, more in inputs]
+        eager, per_call = (sum(column) for column in zip(*pairs))
+        ratios.append(per_call / eager)
+        print(f"  {name:9s} {label:36s} per-call {per_call / eager:.2f}x eager ({eager * 1e3:.2f} ms), "
+              f"first calls {compile_s:.1f} s", flush=True)
+    return (name, *(f"{r:.2f}" for r in ratios))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="", help=f"comma-separated, from: {', '.join(MODELS)} (default all)")
@@ -57,31 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
     lengths = [int(n) for n in args.lengths.split(",")]
-    torch.set_grad_enabled(False)
-    rows: list[tuple[str, ...]] = []
-    for name in names:
-        config_cls, model_cls, config_args, extra = MODELS[name]
-        torch.manual_seed(0)
-        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).eval()
-        inputs = []
-        for length in lengths:
-            ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length))
-            inputs.append((ids, extra(ids)))
-        ratios = []
-        for label, kwargs in BACKENDS:
-            torch._dynamo.reset()
-            compiled = torch.compile(model, dynamic=True, **kwargs)
-            start = time.perf_counter()
-            for ids, more in inputs:
-                compiled(ids, **more)
-            compile_s = time.perf_counter() - start
-            pairs = [side_by_side_seconds([lambda: model(ids, **more), lambda: compiled(ids, **more)], args.repeat)
-                     for ids, more in inputs]
-            eager, per_call = (sum(column) for column in zip(*pairs))
-            ratios.append(per_call / eager)
-            print(f"  {name:9s} {label:36s} per-call {per_call / eager:.2f}x eager ({eager * 1e3:.2f} ms), "
-                  f"first calls {compile_s:.1f} s", flush=True)
-        rows.append((name, *(f"{r:.2f}" for r in ratios)))
+    with torch.no_grad():  # inference; grad mode is as before afterwards (tests call main())
+        rows = [measure(name, lengths, args.repeat, transformers) for name in names]
     header = ("model", *(f"{label} / eager" for label, _ in BACKENDS))
     table = format_table(header, rows)
     print("\n" + table)

@@ -132,6 +132,7 @@ def test_bench_models_runs_and_checks_its_arguments(capsys, tmp_path) -> None:
     assert "valid: llama" in capsys.readouterr().err
     written = tmp_path / "benchmarks.md"
     assert bench_models.main(["--models", "bert", "--lengths", "8,12", "--repeat", "1", "--write", str(written)]) == 0
+    assert torch.is_grad_enabled()  # measured under no_grad, left as it was for the rest of the process
     table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
     assert table[0].split()[0] == "model" and table[2].split()[0] == "bert" and len(table[2].split()) == 5, table
     md = written.read_text().splitlines()
