@@ -1,7 +1,7 @@
 """prims ops that reach the wrapper as eager fallbacks, called as the aten op they run.
 
 Input: the aten FX graph and its decisions. Output: {fallback node name: the aten overload
-the wrapper calls instead}; `aten_call` gives that call's arguments.
+the wrapper calls instead}; `aten_arguments` gives that call's arguments.
 
 A `prims.*` op has no C++ kernel: calling one runs torch/_prims' Python implementation,
 which checks metadata in Python before it calls aten (~50 µs a call on cpu, against a few
@@ -36,7 +36,7 @@ def plan_prims(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> dict
     }
 
 
-def aten_call(node: torch.fx.Node) -> tuple[torch._ops.OpOverload, tuple[Any, ...], dict[str, Any]]:
-    """The aten call for a planned prims node: (overload, args, kwargs)."""
-    tensor, dtype = node.args  # convert_element_type(Tensor a, ScalarType dtype)
-    return aten._to_copy.default, (tensor,), {"dtype": dtype}
+def aten_arguments(node: torch.fx.Node) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(args, kwargs) of the ATEN_FOR_PRIMS call for a planned prims node."""
+    tensor, dtype = node.args  # convert_element_type(Tensor a, ScalarType dtype) -> _to_copy(a, *, dtype)
+    return (tensor,), {"dtype": dtype}

@@ -30,7 +30,7 @@ from ..report import COUNTERS
 from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
 from .emitter import Emitter
 from .printer import pexpr
-from .prims import aten_call
+from .prims import aten_arguments
 from .triton import kernel_signature
 
 aten = torch.ops.aten
@@ -274,7 +274,7 @@ class _WrapperBuilder:
             op, args, kwargs = variant or target, node.args, node.kwargs
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
             if node.name in self.calls.prims:
-                op, args, kwargs = aten_call(node)
+                op, (args, kwargs) = self.calls.prims[node.name], aten_arguments(node)
                 comment += f" ({target} as {op})"
             binding = self.calls.bindings.get(node.name)
             if binding is not None:
