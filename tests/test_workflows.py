@@ -1,0 +1,190 @@
+"""PyTorch workflows users bring to torch.compile, through xpu_lite: inference_mode,
+activation checkpointing, a compiled optimizer step, custom ops, vmap, complex tensors,
+and the ways to ask for dynamic sizes (automatic, mark_dynamic). Lite mode against eager
+bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.checkpoint import checkpoint
+
+import xpu_lite
+
+from .conftest import assert_bitwise
+from .test_kernels import ATOL, RTOL
+
+MODES = ("lite", "default")
+
+
+def _compile(fn, mode: str, **kwargs):
+    return torch.compile(fn, backend="xpu_lite", mode=None if mode == "default" else mode, **kwargs)
+
+
+def _check(mode: str, actual, expected) -> None:
+    """Lite: bitwise. Default: close, and some of it ran as Triton kernels."""
+    if mode == "lite":
+        assert_bitwise(actual, expected)
+    else:
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
+        assert xpu_lite.counters.kernel_launches > 0
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 16)
+        self.b = torch.nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.b(torch.relu(self.a(x))))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_inference_mode(device: str, mode: str) -> None:
+    """Inputs created under torch.inference_mode (inference tensors) and the call inside it."""
+    torch.manual_seed(0)
+    model = _Mlp().to(device)
+    compiled = _compile(model, mode, dynamic=True)
+    for batch in (2, 3, 5):
+        with torch.inference_mode():
+            x = torch.randn(batch, 8, device=device)
+            _check(mode, compiled(x), model(x))
+    assert xpu_lite.counters.forward_graphs == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_activation_checkpointing(device: str, mode: str) -> None:
+    """torch.utils.checkpoint inside the compiled function: outputs and gradients."""
+    torch.manual_seed(0)
+    model = _Mlp().to(device)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return checkpoint(model, x, use_reentrant=False).square().sum()
+
+    compiled = _compile(loss, mode, dynamic=True)
+    params = list(model.parameters())
+    for batch in (2, 3, 5):
+        x = torch.randn(batch, 8, device=device, requires_grad=True)
+        expected = loss(x)
+        expected_grads = torch.autograd.grad(expected, [x, *params])
+        actual = compiled(x)
+        _check(mode, [actual, *torch.autograd.grad(actual, [x, *params])], [expected, *expected_grads])
+    assert xpu_lite.counters.forward_graphs == 1
+
+
+def _optimizer_run(device: str, make_optimizer, step_backend: dict | None, steps: int = 3) -> list[torch.Tensor]:
+    """Parameters after `steps` optimizer steps with fixed gradients; the step compiled with
+    `step_backend` (torch.compile kwargs) or eager (None)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(shape, device=device)) for shape in ((8, 4), (4,), (4, 4))]
+    optimizer = make_optimizer(params)
+    step = optimizer.step if step_backend is None else torch.compile(optimizer.step, **step_backend)
+    grads = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        for p in params:
+            p.grad = torch.randn(p.shape, generator=grads).to(device)
+        step()
+    return [p.detach() for p in params]
+
+
+@pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
+def test_compiled_sgd_step_is_eager(device: str, foreach: bool) -> None:
+    """Parameters and momentum buffers are graph inputs updated in place, every step."""
+    def sgd(params):
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-2, foreach=foreach)
+
+    xpu_lite.reset_counters()
+    actual = _optimizer_run(device, sgd, {"backend": "xpu_lite", "mode": "lite"})
+    assert xpu_lite.counters.forward_graphs >= 1
+    assert_bitwise(actual, _optimizer_run(device, sgd, None))
+
+
+def test_compiled_adam_step_runs_the_captured_program(device: str) -> None:
+    """torch.optim's Adam takes other branches when compiled (its step count stays a
+    tensor), so the reference is Dynamo's captured program run by torch's own `eager`
+    backend: lite mode is bitwise equal to it, and within float32 rounding of eager Adam."""
+    def adam(params):
+        return torch.optim.Adam(params, lr=1e-2, weight_decay=1e-2, foreach=True)
+
+    actual = _optimizer_run(device, adam, {"backend": "xpu_lite", "mode": "lite"})
+    assert_bitwise(actual, _optimizer_run(device, adam, {"backend": "eager"}))
+    torch.testing.assert_close(actual, _optimizer_run(device, adam, None), rtol=1e-6, atol=1e-6)
+
+
+@torch.library.custom_op("xpu_lite_test::scaled_sin", mutates_args=())
+def _scaled_sin(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.sin(x) * scale
+
+
+@_scaled_sin.register_fake
+def _(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_custom_op_is_called_as_itself(device: str, mode: str) -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return _scaled_sin(x + 1, 2.0) * x
+
+    with xpu_lite.report.capture() as reports:
+        compiled = _compile(f, mode, dynamic=True)
+        for n in (3, 4, 6):
+            x = torch.randn(n, device=device)
+            _check(mode, compiled(x), f(x))
+    assert "torch.ops.xpu_lite_test.scaled_sin.default(" in reports[0].source
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vmap_inside_the_function(device: str, mode: str) -> None:
+    weight = torch.randn(8, 4, device=device)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.vmap(lambda row: torch.relu(row @ weight) + row.sum())(x)
+
+    compiled = _compile(f, mode, dynamic=True)
+    for n in (3, 4, 6):
+        x = torch.randn(n, 8, device=device)
+        _check(mode, compiled(x), f(x))
+    assert xpu_lite.counters.forward_graphs == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_complex_tensors(device: str, mode: str) -> None:
+    """Complex inputs and outputs, fft, view_as_real: complex dtypes are no kernel dtype, so
+    the default mode runs those nodes eagerly (with a reason) and still matches."""
+    def f(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        spectrum = torch.fft.fft(z * z.conj())
+        return spectrum, torch.view_as_real(spectrum).sum(-1) + z.abs()
+
+    compiled = _compile(f, mode, dynamic=True)
+    for n in (4, 6, 9):
+        z = torch.randn(n, dtype=torch.complex64, device=device)
+        _check(mode, compiled(z), f(z))
+    assert xpu_lite.counters.forward_graphs == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_automatic_dynamic_compiles_twice_then_never(device: str, mode: str) -> None:
+    """dynamic=None (torch.compile's default): the first size is static, the second
+    recompiles with a symbolic size, the rest reuse it."""
+    torch.manual_seed(0)
+    model = _Mlp().to(device)
+    compiled = _compile(model, mode)
+    with torch.no_grad():
+        for batch in (2, 3, 5, 7):
+            x = torch.randn(batch, 8, device=device)
+            _check(mode, compiled(x), model(x))
+    assert xpu_lite.counters.forward_graphs == 2
+
+
+def test_mark_dynamic_compiles_once(device: str) -> None:
+    torch.manual_seed(0)
+    model = _Mlp().to(device)
+    compiled = torch.compile(model, backend="xpu_lite", mode="lite")
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            x = torch.randn(batch, 8, device=device)
+            torch._dynamo.mark_dynamic(x, 0)
+            assert_bitwise(compiled(x), model(x))
+    assert xpu_lite.counters.forward_graphs == 1
