@@ -1,8 +1,14 @@
 """The main job runs end to end and reports what a user needs to see."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
+import torch
+
+from xpu_lite.runtime import device_available, resolve_device
 
 
 def test_demo_quick_runs_and_reports() -> None:
@@ -20,3 +26,25 @@ def test_demo_quick_runs_and_reports() -> None:
 def test_demo_rejects_unknown_command() -> None:
     out = subprocess.run([sys.executable, "-m", "xpu_lite", "demoo"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_demo_names_the_devices_when_one_is_missing_or_unknown() -> None:
+    """A usage error (exit 2) saying which devices this machine has, not a traceback."""
+    cases = [(["--device", "tpu"], {}, "--device='tpu': xpu_lite runs on xpu, cuda, cpu; this machine has ")]
+    missing = next((d for d in ("xpu", "cuda") if not device_available(d)), None)
+    if missing is not None:  # a machine with both has nothing to miss
+        cases += [
+            (["--device", missing], {}, f"--device='{missing}': no {missing} device on this machine; it has "),
+            ([], {"XPU_LITE_DEVICE": missing}, f"XPU_LITE_DEVICE='{missing}': no {missing} device on this machine"),
+        ]
+    for flags, env, expected in cases:
+        out = subprocess.run([sys.executable, "-m", "xpu_lite", "demo", "--quick", *flags], capture_output=True, text=True,
+                             timeout=120, env={**os.environ, **env})
+        assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+
+
+def test_resolve_device() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(None).type in ("xpu", "cuda", "cpu")
+    with pytest.raises(ValueError, match="xpu_lite runs on xpu, cuda, cpu"):
+        resolve_device("meta")

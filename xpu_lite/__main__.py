@@ -14,8 +14,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import SIZES, main as demo_main
+        from .runtime import resolve_device
 
-        return demo_main(args.device, SIZES[:2] if args.quick else SIZES)
+        try:
+            device = resolve_device(args.device)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return demo_main(str(device), SIZES[:2] if args.quick else SIZES)
     return 2
 
 

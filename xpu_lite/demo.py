@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from .config import parse_config
 from .decomp import compile_region
 from .report import COUNTERS, ExplainReport, capture, format_table
-from .runtime import best_device
+from .runtime import resolve_device
 
 SIZES: tuple[tuple[int, int], ...] = ((2, 8), (3, 16), (4, 32), (5, 24))  # no 1: Dynamo specialises size 1
 
@@ -99,7 +99,7 @@ def run_mode(model: torch.nn.Module, device: torch.device, mode: str | None, siz
 
 
 def main(device: str | None = None, sizes: tuple[tuple[int, int], ...] = SIZES) -> int:
-    dev = torch.device(device) if device else best_device()
+    dev = resolve_device(device)
     torch.manual_seed(0)
     model = TransformerStack().to(dev).eval()
     print(f"xpu_lite demo: 4-layer transformer block, dim 64, device {dev} (torch {torch.__version__})")

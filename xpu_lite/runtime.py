@@ -34,11 +34,25 @@ def best_device() -> torch.device:
     """XPU_LITE_DEVICE if set, else the first available of xpu, cuda, cpu."""
     forced = requested_device()
     if forced is not None:
-        device = torch.device(forced)
-        if not device_available(device.type):
-            raise RuntimeError(f"xpu_lite: XPU_LITE_DEVICE={forced!r} but no {device.type} device is available")
-        return device
+        return resolve_device(forced, source="XPU_LITE_DEVICE")
     return torch.device(next(d for d in DEVICE_PREFERENCE if device_available(d)))
+
+
+def resolve_device(name: str | None, source: str = "--device") -> torch.device:
+    """A device the user names (None: best_device()), checked: a ValueError naming the
+    device types xpu_lite runs on and those this machine has, rather than torch's error."""
+    if name is None:
+        return best_device()
+    available = [d for d in DEVICE_PREFERENCE if device_available(d)]
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in DEVICE_PREFERENCE:
+        raise ValueError(f"{source}={name!r}: xpu_lite runs on {', '.join(DEVICE_PREFERENCE)}; this machine has {', '.join(available)}")
+    if device.type not in available:
+        raise ValueError(f"{source}={name!r}: no {device.type} device on this machine; it has {', '.join(available)}")
+    return device
 
 
 def load_wrapper(code: WrapperCode) -> Callable[[list[Any]], Any]:
