@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402
 from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
-from xpu_lite.runtime import resolve_device  # noqa: E402
+from xpu_lite.runtime import device_or_usage_error  # noqa: E402
 
 
 def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
@@ -80,10 +80,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--write", default=None)
     args = parser.parse_args()
-    try:
-        device = resolve_device(args.device)
-    except ValueError as exc:
-        parser.error(str(exc))
+    device = device_or_usage_error(parser, args.device)
     gpu = device.type != "cpu"
     torch.set_grad_enabled(False)
     scale = 1024 if gpu else 1

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import xpu_lite  # noqa: E402,F401  (registers the backend)
 from xpu_lite.demo import TransformerStack, side_by_side_seconds  # noqa: E402
 from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
-from xpu_lite.runtime import resolve_device  # noqa: E402
+from xpu_lite.runtime import device_or_usage_error  # noqa: E402
 
 
 def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
@@ -91,10 +91,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=200, help="interleaved calls per size (a quarter of it for training steps)")
     parser.add_argument("--write", default=None, help="append the table to this markdown file")
     args = parser.parse_args()
-    try:
-        device = resolve_device(args.device)
-    except ValueError as exc:
-        parser.error(str(exc))
+    device = device_or_usage_error(parser, args.device)
     torch.manual_seed(0)
     torch.set_grad_enabled(False)
     # Dynamo's own `eager` backend runs the captured FX graph with the same Python bindings as

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import xpu_lite  # noqa: E402
 from bench_kernels import copy_bandwidth, timed  # noqa: E402
 from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
-from xpu_lite.runtime import PERSISTENT_MAX, resolve_device  # noqa: E402
+from xpu_lite.runtime import PERSISTENT_MAX, device_or_usage_error  # noqa: E402
 
 
 def softmax(x: torch.Tensor, w: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -70,10 +70,7 @@ def main() -> int:
     parser.add_argument("--write", default=None)
     parser.add_argument("--plot", default=None)
     args = parser.parse_args()
-    try:
-        device = resolve_device(args.device)
-    except ValueError as exc:
-        parser.error(str(exc))
+    device = device_or_usage_error(parser, args.device)
     gpu = device.type != "cpu"
     rows = args.rows or (4096 if gpu else 32)
     repeat = args.repeat or (50 if gpu else 3)

@@ -14,12 +14,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import SIZES, main as demo_main
-        from .runtime import resolve_device
+        from .runtime import device_or_usage_error
 
-        try:
-            device = resolve_device(args.device)
-        except ValueError as exc:
-            parser.error(str(exc))
+        device = device_or_usage_error(parser, args.device)
         return demo_main(str(device), SIZES[:2] if args.quick else SIZES)
     return 2
 

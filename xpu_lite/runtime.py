@@ -5,6 +5,7 @@ on cpu; generated wrapper modules are loaded here, once per source.
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import hashlib
 import linecache
@@ -53,6 +54,14 @@ def resolve_device(name: str | None, source: str = "--device") -> torch.device:
     if device.type not in available:
         raise ValueError(f"{source}={name!r}: no {device.type} device on this machine; it has {', '.join(available)}")
     return device
+
+
+def device_or_usage_error(parser: argparse.ArgumentParser, name: str | None) -> torch.device:
+    """resolve_device for a command line: a bad device is the parser's usage error (exit 2)."""
+    try:
+        return resolve_device(name)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def load_wrapper(code: WrapperCode) -> Callable[[list[Any]], Any]:
