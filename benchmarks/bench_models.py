@@ -1,13 +1,16 @@
-"""Per-call time of whole models in inference: xpu_lite's lite mode (default options and
-eager_bindings=True) against eager, aot_eager and Dynamo's own `eager` backend, side by side
-in one process, dynamic=True.
+"""Per-call time of whole models in inference (or, with --training, a training step):
+xpu_lite's lite mode (default options and eager_bindings=True) against eager, aot_eager and
+Dynamo's own `eager` backend, side by side in one process, dynamic=True.
 
 The 12 tiny transformers models of tools/hf_models.py (random weights, nothing downloaded),
 run at three sequence lengths with one compilation. Lite mode with no regions is all eager
 fallbacks, so this is the wrapper's cost on real graphs (attention masks, rotary embeddings,
 embeddings, caches of constants), where bench_lite.py has a synthetic block.
 
-    python benchmarks/bench_models.py [--models llama,gpt2] [--repeat 40] [--write docs/benchmarks.md]
+    python benchmarks/bench_models.py [--models llama,gpt2] [--repeat 40] [--training] [--write docs/benchmarks.md]
+
+A training step is what tools/hf_models.py checks: gradients cleared, forward with
+labels=ids, the loss's backward.
 
 Needs `transformers` (scripts/bootstrap.sh installs it).
 """
@@ -39,7 +42,7 @@ BACKENDS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def measure(name: str, lengths: list[int], repeat: int, transformers: Any) -> tuple[str, ...]:
+def measure(name: str, lengths: list[int], repeat: int, transformers: Any, training: bool = False) -> tuple[str, ...]:
     """(model, per-call / eager of each backend), each call next to a call of eager."""
     config_cls, model_cls, config_args, extra = MODELS[name]
     torch.manual_seed(0)
@@ -47,16 +50,17 @@ def measure(name: str, lengths: list[int], repeat: int, transformers: Any) -> tu
     inputs = []
     for length in lengths:
         ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length))
-        inputs.append((ids, extra(ids)))
+        inputs.append((ids, {"labels": ids} if training else extra(ids)))
+    call = _training_step if training else _inference
     ratios = []
     for label, kwargs in BACKENDS:
         torch._dynamo.reset()
         compiled = torch.compile(model, dynamic=True, **kwargs)
         start = time.perf_counter()
         for ids, more in inputs:
-            compiled(ids, **more)
+            call(model, compiled, ids, more)
         compile_s = time.perf_counter() - start
-        pairs = [side_by_side_seconds([lambda: model(ids, **more), lambda: compiled(ids, **more)], repeat)
+        pairs = [side_by_side_seconds([lambda: call(model, model, ids, more), lambda: call(model, compiled, ids, more)], repeat)
                  for ids, more in inputs]
         eager, per_call = (sum(column) for column in zip(*pairs))
         ratios.append(per_call / eager)
@@ -65,11 +69,23 @@ def measure(name: str, lengths: list[int], repeat: int, transformers: Any) -> tu
     return (name, *(f"{r:.2f}" for r in ratios))
 
 
+def _inference(model: Any, forward: Any, ids: torch.Tensor, more: dict[str, Any]) -> None:
+    with torch.no_grad():
+        forward(ids, **more)
+
+
+def _training_step(model: Any, forward: Any, ids: torch.Tensor, more: dict[str, Any]) -> None:
+    for p in model.parameters():
+        p.grad = None
+    forward(ids, **more).loss.backward()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="", help=f"comma-separated, from: {', '.join(MODELS)} (default all)")
     parser.add_argument("--lengths", default="8,12,17", help="sequence lengths, one compilation for all")
     parser.add_argument("--repeat", type=int, default=40, help="interleaved calls per length")
+    parser.add_argument("--training", action="store_true", help="time a training step (forward with labels, backward)")
     parser.add_argument("--write", default=None, help="append the table to this markdown file")
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n] or list(MODELS)
@@ -83,14 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
     lengths = [int(n) for n in args.lengths.split(",")]
-    with torch.no_grad():  # inference; grad mode is as before afterwards (tests call main())
-        rows = [measure(name, lengths, args.repeat, transformers) for name in names]
+    rows = [measure(name, lengths, args.repeat, transformers, args.training) for name in names]
     header = ("model", *(f"{label} / eager" for label, _ in BACKENDS))
     table = format_table(header, rows)
     print("\n" + table)
     if args.write:
         stamp = (f"{datetime.date.today().isoformat()}, device cpu, torch {torch.__version__}, transformers "
-                 f"{transformers.__version__}, {platform.machine()} {torch.get_num_threads()} threads, lengths {lengths}")
+                 f"{transformers.__version__}, {platform.machine()} {torch.get_num_threads()} threads, lengths {lengths}"
+                 f"{', training step' if args.training else ''}")
         append_section(args.write, f"bench_models.py — {stamp}", markdown_table(header, rows))
     return 0
 

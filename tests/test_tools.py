@@ -138,3 +138,18 @@ def test_bench_models_runs_and_checks_its_arguments(capsys, tmp_path) -> None:
     md = written.read_text().splitlines()
     assert md[1].startswith("### bench_models.py — ") and md[3].startswith("| model | ") and md[4] == "|---|---|---|---|---|", md
     assert md[5].startswith("| bert | ") and md[5].count("|") == 6, md
+
+
+def test_bench_models_times_a_training_step(capsys, tmp_path) -> None:
+    """--training: each backend's training step (forward with labels, backward) next to eager's;
+    the parameters' gradients are cleared by each step, and the header says it was training."""
+    pytest.importorskip("transformers", reason="benchmarks/bench_models.py needs transformers (scripts/bootstrap.sh installs it)")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_models
+
+    written = tmp_path / "benchmarks.md"
+    assert bench_models.main(["--models", "gpt2", "--lengths", "8,12", "--repeat", "1", "--training", "--write", str(written)]) == 0
+    assert torch.is_grad_enabled()
+    table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    assert table[2].split()[0] == "gpt2" and all(float(r) > 0 for r in table[2].split()[1:]), table
+    assert ", training step" in written.read_text().splitlines()[1]
