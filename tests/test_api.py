@@ -1,6 +1,7 @@
 """explain, run_and_get_code, counters, debug_dir, strict, entry point."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -122,3 +123,41 @@ def test_timings_and_the_log_say_what_each_graph_became_and_how_long_it_took() -
     forward = report.graphs[0].counts()
     assert f"{forward[2]} kernels ({forward[3]} nodes), {forward[4]} eager fallbacks" in report.graphs[0].summary_line()
     assert any(" Dynamo nodes traced by AOTAutograd and compiled in " in line for line in lines), lines
+
+
+def _reasons(report) -> dict[str, str]:
+    return {row[2]: row[4] for row in report.rows() if row[3] == "fallback"}
+
+
+def test_a_fallback_says_why_its_lowering_refused_the_node() -> None:
+    """An op with a lowering that refuses these arguments says which argument and what the
+    lowering takes, not "no lowering yet"; matmul says it is aten's by design."""
+    def f(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (x.double().sin() + 1).float() @ w + y.atan()
+
+    report = xpu_lite.explain(f, torch.randn(3, 4), torch.randn(4, 4), torch.randn(3, 4))
+    reasons = _reasons(report.graphs[0])
+    assert reasons["aten.sin.default"] == (
+        "no lowering: a float64 result; this lowering takes float32, float16, bfloat16"), reasons
+    assert reasons["aten.mm.default"].startswith("no lowering: matmul and convolution run aten's kernel"), reasons
+    assert reasons["aten.atan.default"] == "no lowering: no Triton lowering for this op yet", reasons
+    kernels = [row for row in report.graphs[0].rows() if row[3] == "kernel"]
+    assert [row[2] for row in kernels] == ["aten.add.Tensor"], kernels  # the float32 add after mm
+
+
+def test_a_constant_tensor_of_the_graph_is_a_constant_not_a_fallback() -> None:
+    """torch.tensor(...) inside the function: AOTAutograd holds it as a graph attribute (a
+    name in the generated module) that lift_fresh_copy copies; only the copy is a call."""
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x * torch.tensor([1.0, 2.0, 3.0])
+
+    x = torch.randn(2, 3)
+    report = xpu_lite.explain(f, x, mode="lite")
+    kinds = {row[2]: row[3] for row in report.graphs[0].rows()}
+    constants = [op for op, kind in kinds.items() if kind == "constant"]
+    assert len(constants) == 1 and constants[0].startswith("_tensor_constant"), kinds
+    assert kinds["aten.lift_fresh_copy.default"] == "fallback"
+    assert all(not d.op.startswith("_tensor_constant") for d in report.graphs[0].fallbacks)
+    result, sources = xpu_lite.run_and_get_code(torch.compile(f, backend="xpu_lite", mode="lite"), x)
+    assert torch.equal(result, f(x))
+    assert re.search(r"= torch\.ops\.aten\.lift_fresh_copy\.default\(_const\d+\)  # lift_fresh_copy", sources[0]), sources[0]

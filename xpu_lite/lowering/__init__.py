@@ -1,9 +1,18 @@
 """Lowering stage: partition each aten node into kernel / fallback / size / assert."""
 from __future__ import annotations
 
+import torch
+
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .partition import partition
 from . import pointwise, reduction  # noqa: F401  (fill LOWERINGS)
 from .registry import LOWERINGS
+
+_aten = torch.ops.aten
+LOWERINGS.decline(
+    _aten.mm.default, _aten.bmm.default, _aten.addmm.default, _aten.baddbmm.default, _aten.convolution.default,
+    _aten.convolution_backward.default,
+    why="matmul and convolution run aten's kernel (oneDNN, cuBLAS, cuDNN), as Inductor's extern kernels do",
+)
 
 __all__ = ["Decision", "DecisionKind", "FallbackKind", "FallbackReason", "LoweringError", "partition", "LOWERINGS"]

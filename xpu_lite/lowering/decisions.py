@@ -12,6 +12,7 @@ class DecisionKind(enum.Enum):
     ASSERT = "assert"  # runtime check in the wrapper
     UNPACK = "unpack"  # getitem on a multi-output op
     VIEW = "view"  # index math folded into kernel loads; an eager alias where something else reads it
+    CONSTANT = "constant"  # a tensor the graph holds (get_attr): a name in the generated module, no call
 
 
 class FallbackKind(enum.Enum):

@@ -15,7 +15,7 @@ from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
-from .views import can_view
+from .views import VIEW_OPS, view_rejection
 
 aten = torch.ops.aten
 
@@ -66,6 +66,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return Decision(name, op, DecisionKind.ASSERT, note=note)
     if target is operator.getitem:
         return Decision(name, op, DecisionKind.UNPACK, note=note)
+    if node.op == "get_attr":
+        return Decision(name, op, DecisionKind.CONSTANT, note=note)
     if target in kept:
         return fallback(FallbackKind.RANDOM_OP if is_random(target) else FallbackKind.KEPT_OP, kept[target])
     if is_random(target):
@@ -82,13 +84,16 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         # decompositions make cpu 0-dim tensors (scalar_tensor) that eager mixes with device
         # tensors; a kernel on the device cannot store (or view) host memory
         return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
-    if can_view(node):
+    not_a_view = view_rejection(node) if target in VIEW_OPS else None
+    if target in VIEW_OPS and not_a_view is None:
         return Decision(name, op, DecisionKind.VIEW, note=note)
-    if LOWERINGS.can_lower(node):
+    not_lowered = LOWERINGS.rejection(node)
+    if not_lowered is None:
         return Decision(name, op, DecisionKind.KERNEL, note=note)
+    why = not_a_view or not_lowered
     if config.strict:
-        raise LoweringError(op, name, "strict=True and no Triton lowering accepts this node")
-    return fallback(FallbackKind.NO_LOWERING, "no Triton lowering for this op yet")
+        raise LoweringError(op, name, f"strict=True and no Triton lowering accepts this node: {why}")
+    return fallback(FallbackKind.NO_LOWERING, why)
 
 
 def _origin(node: torch.fx.Node) -> str:

@@ -29,8 +29,19 @@ Rule = Callable[..., int]
 
 
 # -- checkers ------------------------------------------------------------------------
-def _tensor_ok(value: Any, dtypes: tuple[torch.dtype, ...]) -> bool:
-    return isinstance(value, torch.Tensor) and value.dtype in dtypes and value.layout is torch.strided
+def _tensor_rejection(value: Any, dtypes: tuple[torch.dtype, ...], what: str) -> str | None:
+    """None for a strided tensor of one of `dtypes`, else why not (`what`: "result", "input")."""
+    if not isinstance(value, torch.Tensor):
+        return f"its {what} is not a tensor"
+    if value.layout is not torch.strided:
+        return f"a {value.layout} {what} (kernels index strided memory)"
+    if value.dtype not in dtypes:
+        return f"a {str(value.dtype).removeprefix('torch.')} {what}; this lowering takes {_names(dtypes)}"
+    return None
+
+
+def _names(dtypes: tuple[torch.dtype, ...]) -> str:
+    return ", ".join(str(d).removeprefix("torch.") for d in dtypes)
 
 
 def _scalar_ok(value: Any) -> bool:
@@ -40,31 +51,41 @@ def _scalar_ok(value: Any) -> bool:
     return isinstance(value, (bool, float))
 
 
-def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL, kwargs: dict[str, Any] | None = None,
-            extra: Callable[[torch.fx.Node], bool] | None = None) -> Callable[[torch.fx.Node], bool]:
-    """Output dtype in `out`, tensor inputs in `inputs` and broadcastable, scalars finite,
-    kwargs only those listed (with those values, or any value for None)."""
+Extra = Callable[[torch.fx.Node], bool]
 
-    def check(node: torch.fx.Node) -> bool:
+
+def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL, kwargs: dict[str, Any] | None = None,
+            extra: tuple[Extra, str] | None = None) -> Callable[[torch.fx.Node], str | None]:
+    """Output dtype in `out`, tensor inputs in `inputs` and broadcastable, scalars finite,
+    kwargs only those listed (with those values, or any value for None), and `extra`'s
+    predicate true (its text says what it asks for). Returns why not, or None."""
+
+    def check(node: torch.fx.Node) -> str | None:
         val = node.meta.get("val")
-        if not _tensor_ok(val, out) or any(isinstance(s, int) and s == 0 for s in val.shape):
-            return False  # (a statically empty output has nothing to compute: eager handles it)
+        if (why := _tensor_rejection(val, out, "result")) is not None:
+            return why
+        if any(isinstance(s, int) and s == 0 for s in val.shape):
+            return "a statically empty result: nothing to compute, eager makes it"
         for key, value in node.kwargs.items():
             allowed = (kwargs or {}).get(key, ("absent",))
             if allowed is not None and value not in allowed:
-                return False
+                return f"{key}={value!r}: this lowering takes " + ("no " + key if allowed == ("absent",) else f"{key} in {allowed}")
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
                 arg_val = arg.meta.get("val")
                 if isinstance(arg_val, torch.SymInt):
                     continue  # a size-valued scalar: computed in the kernel from its size arguments
-                if not _tensor_ok(arg_val, inputs) or arg_val.dim() > val.dim():
-                    return False
+                if (why := _tensor_rejection(arg_val, inputs, "input")) is not None:
+                    return why
+                if arg_val.dim() > val.dim():
+                    return "an input of higher rank than the result"
             elif isinstance(arg, (list, tuple)):
                 continue  # a size (full): the iteration space comes from the output
             elif not (_scalar_ok(arg) or arg is None):
-                return False
-        return extra is None or extra(node)
+                return f"the argument {arg!r} is not a kernel literal (bool, float, int64 int)"
+        if extra is not None and not extra[0](node):
+            return f"this lowering needs {extra[1]}"
+        return None
 
     return check
 
@@ -290,13 +311,14 @@ _reg((aten.leaky_relu.default,), checker(FLOATS, FLOATS), _with_scalars("leaky_r
 _reg((aten.elu.default,), checker(FLOATS, FLOATS), _with_scalars("elu", ("alpha", "scale", "input_scale"), (1.0, 1.0, 1.0)))
 _reg((aten.gelu.default,), checker(FLOATS, FLOATS, {"approximate": ("none", "tanh")}), _gelu)
 _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
-_reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=lambda n: isinstance(n.args[1], torch.dtype)), _convert)
+_reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
 _reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "device": None,
                                                   "memory_format": (torch.preserve_format, None)},
-     extra=lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device)), _convert)
+     extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
 _reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
-_reg((aten.full.default,), checker(ALL, ALL, _SAME_DEVICE, extra=lambda n: _scalar_ok(n.args[1])), _full)
+_LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]), "a fill value that is a kernel literal")
+_reg((aten.full.default,), checker(ALL, ALL, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
 _reg((aten.scalar_tensor.default,), checker(ALL, ALL, _SAME_DEVICE), _full)
 _reg((aten.fill.Scalar,), checker(ALL, ALL), _full)
-_reg((aten.full_like.default,), checker(ALL, ALL, {**_SAME_DEVICE, "memory_format": None}, extra=lambda n: _scalar_ok(n.args[1])), _full)
+_reg((aten.full_like.default,), checker(ALL, ALL, {**_SAME_DEVICE, "memory_format": None}, extra=_LITERAL_FILL), _full)

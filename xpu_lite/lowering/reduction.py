@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import ALL, FLOATS, NUMERIC, _arg, _tensor_ok
+from .pointwise import ALL, FLOATS, NUMERIC, _arg, _tensor_rejection
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -47,27 +47,33 @@ def reduced_dims(node: torch.fx.Node) -> tuple[int, ...]:
 
 
 # -- checker ------------------------------------------------------------------------
-def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = ()) -> Callable[[torch.fx.Node], bool]:
+def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = ()) -> Callable[[torch.fx.Node], str | None]:
     """A tensor input of rank >= 1 in `inputs`, every result a supported dtype, nothing
-    statically empty, keyword arguments only those named (and dtype only as a no-op)."""
+    statically empty, keyword arguments only those named (and dtype only as a no-op).
+    Returns why not, or None."""
 
-    def check(node: torch.fx.Node) -> bool:
+    def check(node: torch.fx.Node) -> str | None:
         x = node.args[0]
-        if not isinstance(x, torch.fx.Node) or not _tensor_ok(x.meta.get("val"), inputs) or x.meta["val"].dim() == 0:
-            return False
+        if not isinstance(x, torch.fx.Node):
+            return "its input is not a graph node"
+        if (why := _tensor_rejection(x.meta.get("val"), inputs, "input")) is not None:
+            return why
+        if x.meta["val"].dim() == 0:
+            return "a 0-dim input: nothing to reduce"
         results = node.meta.get("val")
         results = results if isinstance(results, (tuple, list)) else (results,)
-        if not all(_tensor_ok(r, ALL) for r in results):
-            return False
+        for r in results:
+            if (why := _tensor_rejection(r, ALL, "result")) is not None:
+                return why
         if any(isinstance(s, int) and s == 0 for s in x.meta["val"].shape):
-            return False  # statically empty: eager knows the identity or the error
+            return "a statically empty input: eager knows the identity or the error"
         for key, value in node.kwargs.items():
             if key == "dtype":
                 if value not in (None, results[0].dtype) or x.meta["val"].dtype not in FLOATS + (value,):
-                    return False
+                    return f"dtype={value}: this lowering takes a dtype only where it changes nothing or widens a float"
             elif key not in kwargs + ("dim", "keepdim"):
-                return False
-        return True
+                return f"{key}={value!r}: this lowering takes no {key}"
+        return None
 
     return check
 

@@ -1,7 +1,8 @@
 """The one registry of Triton lowerings: op -> (checker, rule).
 
-A checker is a pure predicate on the node's fake-tensor metadata; the partitioner calls
-checkers only, fusion calls rules only. The rules live in pointwise.py and reduction.py (imported by the
+A checker is a pure function of the node's fake-tensor metadata: None where the rule takes
+the node, else why not (explain() prints it). The partitioner calls checkers only, fusion
+calls rules only. The rules live in pointwise.py and reduction.py (imported by the
 lowering package, so the registry is complete once `xpu_lite.lowering` is imported).
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import torch.fx
 
-Checker = Callable[[torch.fx.Node], bool]
+Checker = Callable[[torch.fx.Node], str | None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +27,12 @@ class Lowering:
 class LoweringRegistry:
     def __init__(self) -> None:
         self._table: dict[Any, Lowering] = {}
+        self._declined: dict[Any, str] = {}  # ops left to aten by design -> why
+
+    def decline(self, *ops: Any, why: str) -> None:
+        """Ops no Triton rule is meant for (DESIGN: matmul and convolution call aten)."""
+        for op in ops:
+            self._declined[op] = why
 
     def register(
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
@@ -33,7 +40,7 @@ class LoweringRegistry:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
-                self._table[op] = Lowering(checker or (lambda node: True), rule, reduces)
+                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces)
             return rule
 
         return wrap
@@ -46,9 +53,12 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         return None if entry is None or entry.reduces is None else entry.reduces(node)
 
-    def can_lower(self, node: torch.fx.Node) -> bool:
+    def rejection(self, node: torch.fx.Node) -> str | None:
+        """None where a rule lowers the node, else why not."""
         entry = self._table.get(node.target)
-        return entry is not None and entry.checker(node)
+        if entry is None:
+            return self._declined.get(node.target, "no Triton lowering for this op yet")
+        return entry.checker(node)
 
     def __contains__(self, op: Any) -> bool:
         return op in self._table

@@ -25,18 +25,23 @@ VIEW_OPS: frozenset[Any] = frozenset(
 )
 
 
-def can_view(node: torch.fx.Node) -> bool:
-    """A view of a strided tensor with sizes known from the bound symbols."""
-    if node.target not in VIEW_OPS or not isinstance(node.args[0], torch.fx.Node):
-        return False
+def view_rejection(node: torch.fx.Node) -> str | None:
+    """None for a view of a strided tensor with sizes known from the bound symbols (index
+    math); else why it is not one."""
+    if node.target not in VIEW_OPS:
+        return "not a view op"
+    if not isinstance(node.args[0], torch.fx.Node):
+        return "a view of a value that is not a graph node"
     val, base = node.meta.get("val"), node.args[0].meta.get("val")
     if not isinstance(val, torch.Tensor) or not isinstance(base, torch.Tensor):
-        return False
+        return "a view whose input or result is not a tensor"
     if val.layout is not torch.strided or base.layout is not torch.strided:
-        return False
+        return f"a view of a {base.layout} tensor (index math needs strided memory)"
     if not _same_storage(val, base):
-        return False  # e.g. a reshape that had to copy
-    return not free_unbacked_symbols(val)
+        return "the result does not share its input's storage (a reshape that copies, or a view of a constant)"
+    if free_unbacked_symbols(val):
+        return "a view whose sizes depend on tensor data"
+    return None
 
 
 def _same_storage(val: torch.Tensor, base: torch.Tensor) -> bool:
