@@ -38,7 +38,7 @@ def view_rejection(node: torch.fx.Node) -> str | None:
     if val.layout is not torch.strided or base.layout is not torch.strided:
         return f"a view of a {base.layout} tensor (index math needs strided memory)"
     if not _same_storage(val, base):
-        return "the result does not share its input's storage (a reshape that copies, or a view of a constant)"
+        return "its traced result does not alias its input (a reshape that copies, or a node a graph pass traced again)"
     if free_unbacked_symbols(val):
         return "a view whose sizes depend on tensor data"
     return None
