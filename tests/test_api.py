@@ -131,7 +131,8 @@ def _reasons(report) -> dict[str, str]:
 
 def test_a_fallback_says_why_its_lowering_refused_the_node() -> None:
     """An op with a lowering that refuses these arguments says which argument and what the
-    lowering takes, not "no lowering yet"; matmul says it is aten's by design."""
+    lowering takes, not "no lowering yet"; matmul says it is aten's by design, and is no
+    error under strict=True."""
     def f(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return (x.double().sin() + 1).float() @ w + y.atan()
 
@@ -139,10 +140,13 @@ def test_a_fallback_says_why_its_lowering_refused_the_node() -> None:
     reasons = _reasons(report.graphs[0])
     assert reasons["aten.sin.default"] == (
         "no lowering: a float64 result; this lowering takes float32, float16, bfloat16"), reasons
-    assert reasons["aten.mm.default"].startswith("no lowering: matmul and convolution run aten's kernel"), reasons
+    assert reasons["aten.mm.default"].startswith("aten kernel: matmul and convolution run aten's kernel"), reasons
     assert reasons["aten.atan.default"] == "no lowering: no Triton lowering for this op yet", reasons
     kernels = [row for row in report.graphs[0].rows() if row[3] == "kernel"]
     assert [row[2] for row in kernels] == ["aten.add.Tensor"], kernels  # the float32 add after mm
+    matmul = torch.compile(lambda x, w: (x @ w).relu(), backend="xpu_lite", options={"strict": True})
+    x, w = torch.randn(3, 4), torch.randn(4, 5)
+    torch.testing.assert_close(matmul(x, w), (x @ w).relu())
 
 
 def test_a_constant_tensor_of_the_graph_is_a_constant_not_a_fallback() -> None:

@@ -84,6 +84,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         # decompositions make cpu 0-dim tensors (scalar_tensor) that eager mixes with device
         # tensors; a kernel on the device cannot store (or view) host memory
         return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
+    if (by_design := LOWERINGS.declined(target)) is not None:
+        return fallback(FallbackKind.ATEN_KERNEL, by_design)
     not_a_view = view_rejection(node) if target in VIEW_OPS else None
     if target in VIEW_OPS and not_a_view is None:
         return Decision(name, op, DecisionKind.VIEW, note=note)

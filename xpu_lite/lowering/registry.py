@@ -56,9 +56,11 @@ class LoweringRegistry:
     def rejection(self, node: torch.fx.Node) -> str | None:
         """None where a rule lowers the node, else why not."""
         entry = self._table.get(node.target)
-        if entry is None:
-            return self._declined.get(node.target, "no Triton lowering for this op yet")
-        return entry.checker(node)
+        return "no Triton lowering for this op yet" if entry is None else entry.checker(node)
+
+    def declined(self, op: Any) -> str | None:
+        """Why no rule is meant for `op` (see decline), or None."""
+        return self._declined.get(op)
 
     def __contains__(self, op: Any) -> bool:
         return op in self._table
