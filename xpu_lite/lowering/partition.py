@@ -86,13 +86,13 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
     if (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)
-    not_a_view = view_rejection(node) if target in VIEW_OPS else None
-    if target in VIEW_OPS and not_a_view is None:
+    not_a_view = view_rejection(node)
+    if not_a_view is None:
         return Decision(name, op, DecisionKind.VIEW, note=note)
     not_lowered = LOWERINGS.rejection(node)
     if not_lowered is None:
         return Decision(name, op, DecisionKind.KERNEL, note=note)
-    why = not_a_view or not_lowered
+    why = not_a_view if target in VIEW_OPS else not_lowered
     if config.strict:
         raise LoweringError(op, name, f"strict=True and no Triton lowering accepts this node: {why}")
     return fallback(FallbackKind.NO_LOWERING, why)
