@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from .conftest import xpu_lite_log
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEXT = README.read_text()
 # each block with the blank lines before it, so tracebacks point at README.md's own lines
-BLOCKS = ["\n" * TEXT.count("\n", 0, m.start(1)) + m.group(1) for m in re.finditer(r"```python\n(.*?)```", TEXT, re.S)]
+BLOCKS = ["\n" * TEXT.count("\n", 0, m.start(2)) + textwrap.dedent(m.group(2))
+          for m in re.finditer(r"( *)```python\n(.*?)\1```", TEXT, re.S)]  # a block in a list item is indented
 
 
 def block(containing: str) -> str:
@@ -45,7 +47,7 @@ def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
 
 def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
-               "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")']
+               "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()"]
     assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
     for marker in covered:
         block(marker)
@@ -96,6 +98,11 @@ def test_reduction_explain_example(capsys: pytest.CaptureFixture[str]) -> None:
         assert re.search(rf"^\S+\s+{node}\s.*in kernel_0 \(5 nodes; reduces \S+ per row", printed, re.M), node
     assert "persistent when <= 1024, else looped" in printed
     assert printed.strip().splitlines()[-1] == "1 0"  # one persistent launch, no looped one
+
+
+def test_placing_ops_example() -> None:
+    ns = run(block("torch.cat([x, y], dim=-1).relu()"))  # its asserts: bitwise eager, cat in a kernel
+    assert "torch.ops.aten." not in ns["sources"][0]  # the pad too: no eager call at all
 
 
 def test_what_was_compiled_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -205,6 +205,8 @@ def used_values(kernel: ir.Kernel) -> set[int]:
                 stack.extend(value.args)
             elif isinstance(value, ir.Reduce):
                 stack.append(value.arg)
+            elif isinstance(value, ir.Load) and value.mask is not None:
+                stack.append(value.mask)
     return used
 
 
@@ -229,7 +231,8 @@ def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:
 def _value(value: ir.Value, table: dict[str, str], lanes: tuple[sympy.Symbol, ...]) -> str:
     if isinstance(value, ir.Load):
         index = lane_index(value.index, lanes)
-        return f"tl.load({value.buffer} + ({index}), mask=xmask, other=0).to({TL_DTYPE[value.dtype]})"
+        mask = "xmask" if value.mask is None else f"xmask & tmp{value.mask}"
+        return f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
     block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
     return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
 

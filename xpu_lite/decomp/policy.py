@@ -35,6 +35,13 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
 }
 
 
+# Core ATen decompositions that regions do not apply (Inductor's decomps_to_exclude): a
+# Triton lowering takes the op whole, where its decomposition would leave a fallback.
+_LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
+    aten.select_scatter.default: "lowered whole (lowering/indexing.py); its decomposition reads an arange, a fallback",
+}
+
+
 # Functional by their schema (no alias annotation), but their composite bodies return their
 # inputs or views of them (found by running the OpInfo samples through every kept body and
 # comparing storages). Kept as one node, functionalization would take the outputs for new
@@ -154,9 +161,10 @@ def is_random(op: Any) -> bool:
 @lru_cache(maxsize=1)
 def policy() -> tuple[dict[Any, Callable[..., Any]], dict[Any, str]]:
     """(DECOMPOSE, KEEP): core ATen decompositions plus those for fusion, minus the ops
-    kept, and the kept ops."""
+    lowered whole and the ops kept, and the kept ops."""
     table = dict(compat.core_aten_decompositions())
     table.update(compat.get_decompositions(list(_DECOMPOSE_FOR_FUSION)))
+    table = {op: fn for op, fn in table.items() if op not in _LOWERED_WHOLE}
     keep = dict(_KEEP_EXPLICIT)
     keep.update({op: "random op: keeps the eager RNG stream" for op in table if is_random(op) and op not in keep})
     decompose = {op: fn for op, fn in table.items() if op not in keep}

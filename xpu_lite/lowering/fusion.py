@@ -201,6 +201,10 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any) -> Space | None:
     """The run's space with `node` added, or None if node needs a kernel of its own."""
     space, members = run.space, set(run.members)
     own = _own_space(node)
+    if LOWERINGS.gathers(node) and (space.rdims or any(view_root(a, is_view) in members for a in LOWERINGS.gathered(node))):
+        return None  # it loads its inputs at positions of its own: from memory, in a pointwise kernel
+    if own.rdims and any(LOWERINGS.gathers(m) for m in members):
+        return None  # masked loads stay in pointwise kernels
     member_shapes = _member_shapes(run, node, is_view)
     if member_shapes is None:
         return None
@@ -340,9 +344,12 @@ def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple
 
 
 class KernelBuilder:
-    def __init__(self, space: Space, tile: ir.Tile | None = None) -> None:
+    def __init__(self, space: Space, tile: ir.Tile | None = None, is_view: Any = lambda node: False, name: str = "kernel") -> None:
         self.space = space
         self.tile = tile
+        self.is_view = is_view
+        self.name = name
+        self.lifted: dict[sympy.Expr, sympy.Symbol] = {}  # sizes the wrapper computes (see wrapper_size)
         self.values: list[ir.Value] = []
         self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
         self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
@@ -379,6 +386,36 @@ class KernelBuilder:
             self.loaded[(node, at)] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
         return self.loaded[(node, at)]
 
+    def element_coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+        """Coordinates of the current element in an untiled pointwise space of `shape`."""
+        assert not self.space.rdims and self.tile is None and shape == self.space.sizes
+        return flat_coords(ir.XINDEX, shape)
+
+    def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int) -> int:
+        """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
+        value `mask` is true; a view reads its root buffer."""
+        root = view_root(node, self.is_view)
+        val, root_val = node.meta["val"], root.meta["val"]
+        if root not in self.inputs:
+            self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
+        offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset())
+        index = sum((c * st for c, st in zip(coords, _strides(val))), offset)
+        return self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype), mask))
+
+    def wrapper_size(self, expr: sympy.Expr) -> sympy.Expr:
+        """`expr` as a size argument the wrapper computes (ir.lift_sizes does this for what a
+        kernel cannot compute; a rule asks for it where index math must not see inside
+        `expr`, a Piecewise, say)."""
+        if expr.is_number:
+            return expr
+        if expr not in self.lifted:
+            self.lifted[expr] = ir.lifted_symbol(self.name, len(self.lifted))
+        return self.lifted[expr]
+
+    def index_value(self, expr: sympy.Expr) -> int:
+        """An integer value (int64) computed from the size symbols and the element's coordinates."""
+        return self.constant(int(expr), torch.int64) if expr.is_number else self._add(ir.SymValue(expr, torch.int64))
+
     def constant(self, value: Any, dtype: torch.dtype) -> int:
         return self._add(ir.Constant(value, dtype))
 
@@ -387,8 +424,7 @@ class KernelBuilder:
 
     def rnumel(self) -> int:
         """The number of reduced elements per row, as an int64 value."""
-        extent = sympy.Mul(*(self.space.sizes[d] for d in self.space.rdims))
-        return self.constant(int(extent), torch.int64) if extent.is_number else self._add(ir.SymValue(extent, torch.int64))
+        return self.index_value(sympy.Mul(*(self.space.sizes[d] for d in self.space.rdims)))
 
     def dtype(self, value: int) -> torch.dtype:
         return self.values[value].dtype
@@ -411,7 +447,7 @@ class KernelBuilder:
 def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
     member_set = set(members)
     stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
-    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view))
+    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name)
     value_of: dict[torch.fx.Node, Any] = {}
     for node in members:
         if node.target is operator.getitem:  # one result of a multi-output reduction
@@ -419,8 +455,11 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
             continue
         at = space.sizes if LOWERINGS.reduced_dims(node) is not None else _sizes(node)
         operands: list[Any] = []
-        for arg in node.args:
-            if isinstance(arg, torch.fx.Node):
+        gathers = LOWERINGS.gathers(node)
+        for position, arg in enumerate(node.args):
+            if position in gathers:
+                operands.append(arg)  # the rule loads it at positions it computes
+            elif isinstance(arg, torch.fx.Node):
                 if arg in member_set:
                     operands.append(ir.Ref(value_of[arg]))
                 elif view_root(arg, is_view) in member_set:  # a row value through a row view or expand: broadcasts
@@ -443,7 +482,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
     rnumel = sympy.Mul(*(space.sizes[d] for d in space.rdims)) if space.rdims else None
     kernel = ir.Kernel(
         name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
-        tuple(n.name for n in members), rnumel, builder.tile,
+        tuple(n.name for n in members), rnumel, builder.tile, tuple((s, e) for e, s in builder.lifted.items()),
     )
     return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
 
@@ -451,7 +490,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],
           is_view: Any) -> ir.Tile | None:
     """choose_tile over what a pointwise group loads from outside and what it stores."""
-    if space.rdims or any(_sizes(n) != space.sizes for n in stored):
+    if space.rdims or any(_sizes(n) != space.sizes for n in stored) or any(LOWERINGS.gathers(n) for n in members):
         return None
     reads = []
     for node in members:

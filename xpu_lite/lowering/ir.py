@@ -4,7 +4,8 @@ A pointwise Kernel walks a flat iteration space of `numel` elements (xindex), or
 tiled, (zindex, yindex, xindex) tiles of it (see Tile). A reduction
 Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced elements
 (rindex): values whose index involves rindex are per element, Reduce values are per row.
-Each Load reads a buffer at an index expression of xindex, rindex and the size symbols;
+Each Load reads a buffer at an index expression of xindex, rindex and the size symbols
+(where a bool value says so, for ops that read inputs at positions of their own: cat, pad);
 Compute and Reduce nodes form an SSA list; each Store writes one value to an output
 buffer. Built by fusion.py, printed by codegen/, checked by verify() at the stage boundary.
 """
@@ -61,6 +62,7 @@ class Load:
     buffer: str
     index: sympy.Expr
     dtype: torch.dtype  # compute dtype of the loaded value
+    mask: int | None = None  # a bool value: lanes where it is false load nothing (and read 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +73,8 @@ class Constant:
 
 @dataclasses.dataclass(frozen=True)
 class SymValue:
-    """A SymInt operand: its expression over the size symbols, which are kernel arguments."""
+    """A SymInt operand: its expression over the size symbols, which are kernel arguments;
+    in a pointwise kernel, also an element's coordinate (an expression of xindex)."""
 
     expr: sympy.Expr
     dtype: torch.dtype
@@ -161,11 +164,15 @@ class IRError(RuntimeError):
     pass
 
 
+def lifted_symbol(kernel: str, i: int) -> sympy.Symbol:
+    return sympy.Symbol(f"{kernel}_size{i}", integer=True)
+
+
 def lift_sizes(kernel: Kernel) -> Kernel:
     """The kernel with each size subexpression Triton cannot compute (outside
     KERNEL_INDEX_FUNCS, such as TruncToInt(1.7*ToFloat(s0)), an interpolate output size)
     replaced by a new size argument, `<kernel>_size<i>`, that the wrapper computes."""
-    lifted: dict[sympy.Expr, sympy.Symbol] = {}
+    lifted: dict[sympy.Expr, sympy.Symbol] = {e: s for s, e in kernel.lifted}  # a rule's own (KernelBuilder.lifted)
 
     def visit(expr: sympy.Expr) -> None:
         if expr.is_Atom:
@@ -177,11 +184,11 @@ def lift_sizes(kernel: Kernel) -> Kernel:
         elif expr.free_symbols & INDEX_SYMBOLS:
             raise IRError(f"{kernel.name}: index expression {expr} is not computable in a kernel")
         elif expr not in lifted:
-            lifted[expr] = sympy.Symbol(f"{kernel.name}_size{len(lifted)}", integer=True)
+            lifted[expr] = lifted_symbol(kernel.name, len(lifted))
 
     for expr in kernel.kernel_exprs():
         visit(expr)
-    if not lifted:
+    if len(lifted) == len(kernel.lifted):
         return kernel
 
     def sub(expr: sympy.Expr) -> sympy.Expr:
@@ -208,6 +215,12 @@ def verify(kernel: Kernel) -> Kernel:
         if isinstance(value, Load):
             if value.buffer not in {b.name for b in kernel.inputs}:
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r}, which is not an input")
+            if value.mask is not None and (kernel.is_reduction or kernel.tile is not None or not 0 <= value.mask < i
+                                           or kernel.values[value.mask].dtype is not torch.bool):
+                raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} under a mask that is not an earlier "
+                              "bool value of an untiled pointwise kernel")
+        elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and (kernel.is_reduction or kernel.tile):
+            raise IRError(f"{kernel.name}: value {i} computes a coordinate {value.expr} outside an untiled pointwise kernel")
         elif isinstance(value, Compute):
             if any(a >= i or a < 0 for a in value.args):
                 raise IRError(f"{kernel.name}: node {value.node} op {value.op} ({value.dtype}) uses a later value {value.args}")

@@ -247,7 +247,9 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
 def _is_scalar(b: Any, value: int) -> bool:
     """A value computed from constants and size symbols only (not a block of lanes)."""
     v = b.values[value]
-    if isinstance(v, (ir.Constant, ir.SymValue)):
+    if isinstance(v, ir.SymValue):
+        return not v.expr.free_symbols & ir.INDEX_SYMBOLS  # a coordinate differs per lane
+    if isinstance(v, ir.Constant):
         return True
     return isinstance(v, ir.Compute) and v.op != "broadcast" and all(_is_scalar(b, a) for a in v.args)
 

@@ -2,7 +2,7 @@
 
 A checker is a pure function of the node's fake-tensor metadata: None where the rule takes
 the node, else why not (explain() prints it). The partitioner calls checkers only, fusion
-calls rules only. The rules live in pointwise.py and reduction.py (imported by the
+calls rules only. The rules live in pointwise.py, indexing.py and reduction.py (imported by the
 lowering package, so the registry is complete once `xpu_lite.lowering` is imported).
 """
 from __future__ import annotations
@@ -22,6 +22,9 @@ class Lowering:
     rule: Callable[..., Any]
     # reductions: node -> the dims of its first argument it reduces (None for pointwise ops)
     reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None
+    # argument positions whose tensors the rule loads itself, at positions it computes from
+    # the element's own (cat, pad): fusion hands it those nodes, not values loaded for it
+    gathers: tuple[int, ...] = ()
 
 
 class LoweringRegistry:
@@ -36,11 +39,12 @@ class LoweringRegistry:
 
     def register(
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
+        gathers: tuple[int, ...] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
-                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces)
+                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers)
             return rule
 
         return wrap
@@ -52,6 +56,19 @@ class LoweringRegistry:
         """The dims of node.args[0] a reduction node reduces (sorted); None for other nodes."""
         entry = self._table.get(node.target)
         return None if entry is None or entry.reduces is None else entry.reduces(node)
+
+    def gathers(self, node: torch.fx.Node) -> tuple[int, ...]:
+        """The argument positions whose tensors node's rule loads itself (see Lowering)."""
+        entry = self._table.get(node.target)
+        return () if entry is None else entry.gathers
+
+    def gathered(self, node: torch.fx.Node) -> list[torch.fx.Node]:
+        """The tensors node's rule loads itself (a list argument's each)."""
+        found: list[torch.fx.Node] = []
+        for i in self.gathers(node):
+            arg = node.args[i] if i < len(node.args) else None
+            found += [a for a in (arg if isinstance(arg, (list, tuple)) else [arg]) if isinstance(a, torch.fx.Node)]
+        return found
 
     def rejection(self, node: torch.fx.Node) -> str | None:
         """None where a rule lowers the node, else why not."""

@@ -1,0 +1,189 @@
+"""Kernels for ops that place their inputs' elements at positions of their own: cat,
+constant_pad_nd (F.pad), slice_scatter, select_scatter (lowering/indexing.py). They move
+values without arithmetic, so the compiled results are bitwise equal to eager's in every
+dtype, also in the default mode; one kernel serves every size.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import xpu_lite
+from xpu_lite.lowering import DecisionKind, ir
+from xpu_lite.report import capture
+
+from .conftest import assert_bitwise
+
+OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", "")]
+LOWERED = {"cat": "aten.cat.default", "nn.functional.pad": "aten.constant_pad_nd.default",
+           "slice_scatter": "aten.slice_scatter.default", "select_scatter": "aten.select_scatter.default"}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
+
+
+def _small(sample) -> bool:
+    tensors = sample.input if isinstance(sample.input, (list, tuple)) else [sample.input]
+    return sum(t.numel() for t in tensors) <= 16384
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+@pytest.mark.parametrize("name,variant", OPINFOS, ids=[n for n, _ in OPINFOS])
+def test_opinfo_samples_are_bitwise_eager(device: str, name: str, variant: str, dtype: torch.dtype, where: str) -> None:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == name and o.variant_test_name == variant)
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    samples = [s for s in op.sample_inputs(device, dtype) if _small(s)][:3]
+    lowered = 0
+    for sample in samples:
+        torch._dynamo.reset()
+
+        def fn(x, *args):
+            if where == "lite region":
+                with xpu_lite.compile_region():
+                    return op(x, *args, **sample.kwargs)
+            return op(x, *args, **sample.kwargs)
+
+        compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
+        with capture() as reports:
+            out = compiled(sample.input, *sample.args)
+        assert_bitwise(out, fn(sample.input, *sample.args))
+        assert out.stride() == fn(sample.input, *sample.args).stride() or out.numel() <= 1
+        lowered += any(d.op == LOWERED[name] and d.kind is DecisionKind.KERNEL for r in reports for d in r.decisions)
+    assert lowered, f"no sample of {name} was lowered to a kernel"
+
+
+def placements(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    joined = torch.cat([x, y, x[:, 1:3]], dim=1)  # a view read from its base, at an offset
+    padded = F.pad(x, (1, -1, 2, 0), value=-1.5)  # grows one side, crops another
+    scattered = torch.slice_scatter(torch.zeros_like(joined), y, dim=1, start=1, end=1 + y.shape[1])
+    strided = torch.slice_scatter(x, x[:, ::2] * 2, 1, 0, None, 2)  # every other column
+    selected = torch.select_scatter(x, z, 0, -1)
+    return joined, padded, scattered, strided, selected
+
+
+def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:
+    compiled = torch.compile(placements, backend="xpu_lite", dynamic=True)
+    sizes = ((17, 19), (23, 29), (31, 37))
+    with capture() as reports:
+        for n, m in sizes:
+            x, y, z = torch.randn(n, m, device=device), torch.randn(n, 4, device=device), torch.randn(m, device=device)
+            assert_bitwise(compiled(x, y, z), placements(x, y, z))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    kinds = {d.op: d.kind for d in reports[0].decisions}
+    assert all(kinds[op] is DecisionKind.KERNEL for op in LOWERED.values()), kinds
+    for source in reports[0].kernels:
+        assert not re.search(r"\b(17|19|23|29|31|37)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
+    assert any("mask=xmask & tmp" in source for source in reports[0].kernels)  # loads only where the input holds the element
+
+
+def test_every_dtype_moves_bitwise(device: str) -> None:
+    compiled = torch.compile(placements, backend="xpu_lite", dynamic=True)
+    for dtype in (torch.float16, torch.bfloat16, torch.int32, torch.int64):
+        x, y, z = (torch.randn(*shape, device=device).mul(100).to(dtype) for shape in ((4, 6), (4, 4), (6,)))
+        assert_bitwise(compiled(x, y, z), placements(x, y, z))
+    special = torch.tensor([[float("nan"), -0.0, float("inf"), -float("inf"), 1e-45, 3.0]] * 4, device=device)
+    x, y, z = special, special[:, :4], -special[0]
+    assert_bitwise(compiled(x, y, z), placements(x, y, z))  # NaN, -0.0, inf, subnormals as they were
+
+
+def test_consumers_fuse_into_the_placing_kernel(device: str) -> None:
+    def fn(x, y):
+        return torch.cat([x, y], dim=-1).relu() * 2, F.pad(x, (2, 2)).sigmoid()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    x, y = torch.randn(5, 6, device=device), torch.randn(5, 3, device=device)
+    with capture() as reports:
+        out = compiled(x, y)
+    torch.testing.assert_close(out, fn(x, y), rtol=1e-5, atol=1e-5)
+    assert len(reports[0].kernels) == 2, reports[0].kernels  # cat+relu+mul, pad+sigmoid
+    assert xpu_lite.counters.kernel_launches == 2
+
+
+def test_inputs_computed_in_the_graph_are_read_from_memory(device: str) -> None:
+    def fn(x):
+        y = x.exp()
+        return torch.cat([y, y[:, :2] + 1], dim=1), F.pad(y, (1, 1))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (3, 8):
+        x = torch.randn(n, 5, device=device)
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-5, atol=1e-5)
+
+
+def test_training_gradients_pass_through_placing_kernels(device: str) -> None:
+    """The backward graphs of cat, pad and slicing are slices, negative pads and
+    slice_scatters: lowered too, and the gradients equal eager's bit for bit."""
+    def fn(x, y):
+        return (torch.cat([x, y], dim=1) * 3).sum() + F.pad(x, (1, 2)).square().sum() + x[:, 1:4].sum()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 7):
+            x = torch.randn(n, 5, device=device, requires_grad=True)
+            y = torch.randn(n, 3, device=device, requires_grad=True)
+            compiled(x, y).backward()
+            grads = x.grad, y.grad
+            x.grad = y.grad = None
+            fn(x, y).backward()
+            torch.testing.assert_close(grads, (x.grad, y.grad), rtol=1e-5, atol=1e-5)
+    assert xpu_lite.counters.graphs_compiled == 2  # one forward and one backward for both sizes
+    backward = next(r for r in reports if r.kind == "backward")
+    placed = {d.op for d in backward.decisions if d.kind is DecisionKind.KERNEL}
+    assert placed & {"aten.constant_pad_nd.default", "aten.slice_scatter.default"}, placed
+
+
+def test_cat_skips_1d_empty_tensors_as_eager_does(device: str) -> None:
+    def fn(x, cache):  # an empty KV cache, as transformers' DynamicCache starts
+        return torch.cat([cache, x, cache], dim=-2) * 2
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5):
+            x, cache = torch.randn(2, n, 4, device=device), torch.tensor([], device=device)
+            assert_bitwise(compiled(x, cache), fn(x, cache))
+    assert {d.op: d.kind for d in reports[0].decisions}["aten.cat.default"] is DecisionKind.KERNEL
+
+
+def test_what_is_not_lowered_says_why() -> None:
+    def fn(x):
+        return torch.cat([x, x.to(torch.complex64)]), F.pad(x.double(), (1, 1))
+
+    report = xpu_lite.explain(fn, torch.randn(3, 4), dynamic=True)
+    reasons = {row[2]: row[4] for row in report.rows()}
+    assert "a complex64 result; this lowering takes float32" in reasons["aten.cat.default"]
+    assert "a float64 result; this lowering takes float32" in reasons["aten.constant_pad_nd.default"]
+
+
+def test_symbolic_positions_are_normalized_by_the_wrapper(device: str) -> None:
+    """A SymInt start or index may be negative at run time (counted from the end): the
+    wrapper computes the position, as torch would, for the one kernel."""
+    def fn(x, src, i):
+        return torch.slice_scatter(x, src, 0, i, i + 2), torch.select_scatter(x, src[0], 0, i)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for i in (3, -5, 0, -8, 6):
+            x, src = torch.randn(8, 5, device=device), torch.randn(2, 5, device=device)
+            assert_bitwise(compiled(x, src, i), fn(x, src, i))
+    assert xpu_lite.counters.graphs_compiled == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert " if " in reports[0].source and "a size the kernel cannot compute" in reports[0].source
+
+
+def test_masked_loads_only_in_untiled_pointwise_kernels() -> None:
+    s0 = ir.XINDEX  # any index expression will do
+    buf = ir.Buffer("in_ptr0", torch.float32, (8,), (1,))
+    out = ir.Buffer("out_ptr0", torch.float32, (8,), (1,))
+    values = (ir.SymValue(s0, torch.int64), ir.Constant(4, torch.int64), ir.Compute("lt", (0, 1), torch.bool, "lt"),
+              ir.Load("in_ptr0", s0, torch.float32, mask=2))
+    kernel = ir.Kernel("kernel_0", 8, (buf,), (out,), values, (ir.Store("out_ptr0", s0, 3),), ("cat",))
+    assert ir.verify(kernel) is kernel
+    with pytest.raises(ir.IRError, match="under a mask"):
+        ir.verify(dataclasses.replace(kernel, values=values[:3] + (ir.Load("in_ptr0", s0, torch.float32, mask=1),)))
+    with pytest.raises(ir.IRError, match="computes a coordinate"):
+        ir.verify(dataclasses.replace(kernel, rnumel=4))

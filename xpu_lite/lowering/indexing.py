@@ -1,0 +1,205 @@
+"""Lowerings of ops whose result reads its inputs at positions of its own: cat,
+constant_pad_nd, slice_scatter and select_scatter.
+
+Each element loads from the input that holds it, under a mask (a bool value of the
+element's coordinates, so no lane reads outside a tensor), and `where` picks it: values
+move exactly as eager moves them. The rules load those inputs themselves (the registry's
+`gathers`), so fusion reads them from memory, not from values computed in the same
+kernel, and keeps these ops in untiled pointwise kernels. Positions are sympy
+expressions of the size symbols: one kernel serves every size.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
+from . import ir
+from .pointwise import ALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection
+from .registry import LOWERINGS
+
+aten = torch.ops.aten
+
+
+# -- checkers ------------------------------------------------------------------------
+def _sizes(value: Any) -> tuple[sympy.Expr, ...]:
+    return tuple(sym_expr(s) for s in value.meta["val"].shape)
+
+
+def _rejection(node: torch.fx.Node, tensors: list[Any], ints: dict[str, Any]) -> str | None:
+    """Shared by the checkers: a non-empty strided result and inputs of the kernel dtypes,
+    no keyword arguments, and each of `ints` (name -> argument) a Python int or None."""
+    val = node.meta.get("val")
+    if (why := _tensor_rejection(val, ALL, "result")) is not None:
+        return why
+    if val.dim() == 0 or any(isinstance(s, int) and s == 0 for s in val.shape):
+        return "a statically empty or 0-dim result: nothing to place"
+    if node.kwargs:
+        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
+    for tensor in tensors:
+        if not isinstance(tensor, torch.fx.Node):
+            return "an input that is not a graph node"
+        if (why := _tensor_rejection(tensor.meta.get("val"), ALL, "input")) is not None:
+            return why
+    for name, value in ints.items():
+        if not (value is None or type(value) is int):
+            return f"a symbolic {name} ({value}): the lowering places elements at literal positions"
+    return None
+
+
+def _arg_at(node: torch.fx.Node, i: int, default: Any) -> Any:
+    return node.args[i] if len(node.args) > i else default
+
+
+def _check_cat(node: torch.fx.Node) -> str | None:
+    tensors = node.args[0]
+    if (why := _rejection(node, list(tensors), {"dim": _arg_at(node, 1, 0)})) is not None:
+        return why
+    if any(t.meta["val"].dim() != node.meta["val"].dim() and not _skipped(t) for t in tensors):
+        return "an input of another rank that is not a 1-D empty tensor (which cat skips)"
+    return None
+
+
+def _skipped(tensor: torch.fx.Node) -> bool:
+    """cat skips 1-D empty tensors whatever the other inputs' rank (an empty KV cache)."""
+    shape = tensor.meta["val"].shape
+    return len(shape) == 1 and isinstance(shape[0], int) and shape[0] == 0
+
+
+def _check_pad(node: torch.fx.Node) -> str | None:
+    value = _arg_at(node, 2, 0)
+    why = _rejection(node, [node.args[0]], {})  # pad widths may be SymInts
+    if why is None and not _scalar_ok(value):
+        return f"the fill value {value!r} is not a kernel literal (bool, float, int64 int)"
+    return why
+
+
+def _check_slice_scatter(node: torch.fx.Node) -> str | None:
+    step = _arg_at(node, 5, 1)
+    why = _rejection(node, [node.args[0], node.args[1]], {"dim": _arg_at(node, 2, 0)})  # start, step may be SymInts
+    if why is None and isinstance(step, int) and step < 1:
+        return f"step {step}: slices step forward"
+    return why
+
+
+def _check_select_scatter(node: torch.fx.Node) -> str | None:
+    return _rejection(node, [node.args[0], node.args[1]], {"dim": node.args[2]})  # index may be a SymInt
+
+
+# -- rules -----------------------------------------------------------------------------
+def _compare(b: Any, node: torch.fx.Node, op: str, expr: sympy.Expr, bound: sympy.Expr) -> int:
+    return b.compute(op, (b.index_value(expr), b.index_value(sympy.sympify(bound))), node, torch.bool)
+
+
+def _all(b: Any, node: torch.fx.Node, conditions: list[int]) -> int | None:
+    """The conjunction of bool values; None (every lane) for none."""
+    if not conditions:
+        return None
+    value = conditions[0]
+    for other in conditions[1:]:
+        value = b.compute("logical_and", (value, other), node, torch.bool)
+    return value
+
+
+def _in_range(b: Any, node: torch.fx.Node, expr: sympy.Expr, lo: Any = None, hi: Any = None) -> int | None:
+    """lo <= expr < hi (a bound of None is not checked), or None when neither is."""
+    conditions = [] if lo is None else [_compare(b, node, "ge", expr, lo)]
+    conditions += [] if hi is None else [_compare(b, node, "lt", expr, hi)]
+    return _all(b, node, conditions)
+
+
+def _pick(b: Any, node: torch.fx.Node, inside: int | None, value: int, otherwise: int) -> int:
+    return value if inside is None else b.compute("where", (inside, value, otherwise), node, _out_cdt(node))
+
+
+def _cat(b: Any, node: torch.fx.Node, tensors: list[torch.fx.Node], dim: int = 0) -> int:
+    """Input k holds positions [offset_k, offset_k + size_k) along dim: a chain of wheres,
+    the last input's load first."""
+    tensors = [t for t in tensors if not _skipped(t)]
+    sizes = _sizes(node)
+    d = dim % len(sizes)
+    coords = b.element_coords(sizes)
+    offsets = [sympy.Integer(0)]
+    for tensor in tensors:
+        offsets.append(offsets[-1] + _sizes(tensor)[d])
+    value = None
+    for k in reversed(range(len(tensors))):
+        inside = _in_range(b, node, coords[d], offsets[k] if k else None, offsets[k + 1] if k < len(tensors) - 1 else None)
+        at = coords[:d] + (coords[d] - offsets[k],) + coords[d + 1:]
+        loaded = b.cast(b.gather(tensors[k], at, inside), _out_cdt(node), node)
+        value = loaded if value is None else _pick(b, node, inside, loaded, value)
+    return value
+
+
+def _int_expr(value: Any) -> sympy.Expr:
+    """A Python int argument, or a SymInt node's expression."""
+    return sympy.Integer(value) if isinstance(value, int) else sym_expr(value.meta["val"])
+
+
+def _pad(b: Any, node: torch.fx.Node, x: torch.fx.Node, pad: list[Any], value: Any = 0) -> int:
+    """pad[2k], pad[2k + 1]: elements before and after dim -1-k (negative: cropped; a
+    symbolic width may be either)."""
+    sizes, in_sizes = _sizes(node), _sizes(x)
+    coords = list(b.element_coords(sizes))
+    conditions = []
+    for k in range(len(pad) // 2):
+        d = len(sizes) - 1 - k
+        before, after = _int_expr(pad[2 * k]), _int_expr(pad[2 * k + 1])
+        coords[d] = coords[d] - before
+        # a side that only crops cannot reach outside the input
+        inside = _in_range(b, node, coords[d], None if before.is_number and before <= 0 else 0,
+                           None if after.is_number and after <= 0 else in_sizes[d])
+        conditions += [] if inside is None else [inside]
+    inside = _all(b, node, conditions)
+    loaded = b.cast(b.gather(x, tuple(coords), inside), _out_cdt(node), node)
+    return _pick(b, node, inside, loaded, _arg(b, value, _out_cdt(node), node))
+
+
+def _position(index: Any, size: sympy.Expr, clamp: bool) -> sympy.Expr:
+    """A position along a dim of `size` as torch reads it: negative counts from the end, a
+    slice's start is clamped to [0, size]. A SymInt's sign is not known when compiling: a
+    Piecewise, which the wrapper computes (KernelBuilder.wrapper_size)."""
+    index = _int_expr(index)
+    if not clamp:
+        return sympy.Piecewise((index + size, index < 0), (index, True))
+    return sympy.Piecewise((sympy.Max(index + size, 0), index < 0), (sympy.Min(index, size), True))
+
+
+def _slice_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim: int = 0, *rest: Any) -> int:
+    """src's element k along dim lands at start + k * step (src's size says how many)."""
+    start, step = _arg_at(node, 3, None), _int_expr(_arg_at(node, 5, 1))
+    sizes = _sizes(node)
+    d = dim % len(sizes)
+    coords = b.element_coords(sizes)
+    first = b.wrapper_size(_position(0 if start is None else start, sizes[d], clamp=True))
+    offset = coords[d] - first
+    conditions = [_in_range(b, node, coords[d], first, first + _sizes(src)[d] * step)]
+    if step != 1:
+        conditions.append(_compare(b, node, "eq", ModularIndexing(offset, 1, step), 0))
+    inside = _all(b, node, conditions)
+    at = coords[:d] + (FloorDiv(offset, step) if step != 1 else offset,) + coords[d + 1:]
+    cdt = _out_cdt(node)
+    return _pick(b, node, inside, b.cast(b.gather(src, at, inside), cdt, node), _arg(b, x, cdt, node))
+
+
+def _select_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim: int, index: Any) -> int:
+    sizes = _sizes(node)
+    d = dim % len(sizes)
+    coords = b.element_coords(sizes)
+    inside = _compare(b, node, "eq", coords[d], b.wrapper_size(_position(node.args[3], sizes[d], clamp=False)))
+    cdt = _out_cdt(node)
+    return _pick(b, node, inside, b.cast(b.gather(src, coords[:d] + coords[d + 1:], inside), cdt, node), _arg(b, x, cdt, node))
+
+
+def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
+    LOWERINGS.register(target, checker=check, gathers=gathers)(rule)
+
+
+_reg(aten.cat.default, _check_cat, _cat, (0,))
+_reg(aten.constant_pad_nd.default, _check_pad, _pad, (0,))
+_reg(aten.slice_scatter.default, _check_slice_scatter, _slice_scatter, (1,))
+_reg(aten.select_scatter.default, _check_select_scatter, _select_scatter, (1,))
