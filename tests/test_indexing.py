@@ -187,3 +187,24 @@ def test_masked_loads_only_in_untiled_pointwise_kernels() -> None:
         ir.verify(dataclasses.replace(kernel, values=values[:3] + (ir.Load("in_ptr0", s0, torch.float32, mask=1),)))
     with pytest.raises(ir.IRError, match="computes a coordinate"):
         ir.verify(dataclasses.replace(kernel, rnumel=4))
+
+
+def test_arange_is_the_coordinate(device: str) -> None:
+    """Integer aranges (any int or SymInt start, end, step) are kernels: start + i * step in
+    int64; a reduction of one reads it from memory (coordinates stay in pointwise kernels).
+    A float arange stays eager, whose accumulate type differs by device."""
+    def fn(x, n):
+        rows = torch.arange(x.shape[0], device=x.device)
+        cols = torch.arange(3, 3 + 2 * x.shape[1], 2, dtype=torch.int32, device=x.device)
+        down = torch.arange(n, -n, -3, device=x.device)
+        return x * rows[:, None] + cols, down, (rows * 2).sum(), torch.arange(x.shape[0], dtype=torch.float32, device=x.device)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for m, n in ((5, 7), (9, 4), (12, 10)):
+            x = torch.randn(m, 3, device=device)
+            assert_bitwise(compiled(x, n), fn(x, n))
+    assert xpu_lite.counters.forward_graphs == 1
+    decided = [(d.op, d.kind, d.why()) for d in reports[0].decisions if d.op == "aten.arange.start_step"]
+    assert [kind for _, kind, _ in decided].count(DecisionKind.KERNEL) == 3, decided
+    assert "float32 result; this lowering takes int32, int64" in decided[-1][2]

@@ -201,10 +201,10 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any) -> Space | None:
     """The run's space with `node` added, or None if node needs a kernel of its own."""
     space, members = run.space, set(run.members)
     own = _own_space(node)
-    if LOWERINGS.gathers(node) and (space.rdims or any(view_root(a, is_view) in members for a in LOWERINGS.gathered(node))):
-        return None  # it loads its inputs at positions of its own: from memory, in a pointwise kernel
-    if own.rdims and any(LOWERINGS.gathers(m) for m in members):
-        return None  # masked loads stay in pointwise kernels
+    if LOWERINGS.reads_coordinates(node) and space.rdims or own.rdims and any(map(LOWERINGS.reads_coordinates, members)):
+        return None  # coordinates (and masked loads) are computed in pointwise kernels only
+    if any(view_root(a, is_view) in members for a in LOWERINGS.gathered(node)):
+        return None  # it loads its inputs at positions of its own: from memory
     member_shapes = _member_shapes(run, node, is_view)
     if member_shapes is None:
         return None
@@ -412,6 +412,11 @@ class KernelBuilder:
             self.lifted[expr] = ir.lifted_symbol(self.name, len(self.lifted))
         return self.lifted[expr]
 
+    def coordinate(self, expr: sympy.Expr, dtype: torch.dtype) -> int:
+        """An element coordinate as a value of `dtype` (the kernel's index dtype: int32
+        unless the launch indexes past 2**31, and then int64, which is no narrower)."""
+        return self._add(ir.SymValue(expr, dtype))
+
     def index_value(self, expr: sympy.Expr) -> int:
         """An integer value (int64) computed from the size symbols and the element's coordinates."""
         return self.constant(int(expr), torch.int64) if expr.is_number else self._add(ir.SymValue(expr, torch.int64))
@@ -490,7 +495,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],
           is_view: Any) -> ir.Tile | None:
     """choose_tile over what a pointwise group loads from outside and what it stores."""
-    if space.rdims or any(_sizes(n) != space.sizes for n in stored) or any(LOWERINGS.gathers(n) for n in members):
+    if space.rdims or any(_sizes(n) != space.sizes for n in stored) or any(map(LOWERINGS.reads_coordinates, members)):
         return None
     reads = []
     for node in members:

@@ -1,5 +1,5 @@
 """Lowerings of ops whose result reads its inputs at positions of its own: cat,
-constant_pad_nd, slice_scatter and select_scatter.
+constant_pad_nd, slice_scatter and select_scatter; and arange, the coordinate itself.
 
 Each element loads from the input that holds it, under a mask (a bool value of the
 element's coordinates, so no lane reads outside a tensor), and `where` picks it: values
@@ -19,7 +19,7 @@ import torch.fx
 
 from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
 from . import ir
-from .pointwise import ALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection
+from .pointwise import ALL, INTS, _arg, _out_cdt, _scalar_ok, _tensor_rejection
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -195,11 +195,36 @@ def _select_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim
     return _pick(b, node, inside, b.cast(b.gather(src, coords[:d] + coords[d + 1:], inside), cdt, node), _arg(b, x, cdt, node))
 
 
+def _check_arange(node: torch.fx.Node) -> str | None:
+    val = node.meta.get("val")
+    if (why := _tensor_rejection(val, INTS, "result")) is not None:
+        return why + " (eager computes a float arange in the device's accumulate type)" if val.dtype.is_floating_point else why
+    if isinstance(val.shape[0], int) and val.shape[0] == 0:
+        return "a statically empty result: nothing to place"
+    if node.kwargs.get("device") not in (None, val.device) or node.kwargs.get("layout") not in (None, torch.strided):
+        return "an arange on another device or layout"
+    if set(node.kwargs) - {"dtype", "device", "layout", "pin_memory"} or node.kwargs.get("pin_memory"):
+        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes dtype, device, layout"
+    if not all(isinstance(a, (int, torch.fx.Node)) and not isinstance(a, bool) for a in node.args):
+        return "a start, end or step that is not an int or a SymInt"
+    return None
+
+
+def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
+    """start + i * step, in int64 (xindex is int32 unless the launch indexes past 2**31)."""
+    (i,) = b.element_coords(_sizes(node))
+    position = b.cast(b.coordinate(i, torch.int32), torch.int64, node)
+    start, step = (b.index_value(_int_expr(node.args[k] if len(node.args) > k else default)) for k, default in ((0, 0), (2, 1)))
+    value = b.compute("add", (start, b.compute("mul", (position, step), node, torch.int64)), node, torch.int64)
+    return b.cast(value, _out_cdt(node), node)
+
+
 def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
-    LOWERINGS.register(target, checker=check, gathers=gathers)(rule)
+    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True)(rule)
 
 
 _reg(aten.cat.default, _check_cat, _cat, (0,))
 _reg(aten.constant_pad_nd.default, _check_pad, _pad, (0,))
 _reg(aten.slice_scatter.default, _check_slice_scatter, _slice_scatter, (1,))
 _reg(aten.select_scatter.default, _check_select_scatter, _select_scatter, (1,))
+_reg(aten.arange.start_step, _check_arange, _arange, ())

@@ -25,6 +25,8 @@ class Lowering:
     # argument positions whose tensors the rule loads itself, at positions it computes from
     # the element's own (cat, pad): fusion hands it those nodes, not values loaded for it
     gathers: tuple[int, ...] = ()
+    # the rule reads the element's coordinates (cat, pad, arange): untiled pointwise kernels only
+    coordinates: bool = False
 
 
 class LoweringRegistry:
@@ -39,12 +41,12 @@ class LoweringRegistry:
 
     def register(
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
-        gathers: tuple[int, ...] = (),
+        gathers: tuple[int, ...] = (), coordinates: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
-                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers)
+                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers, coordinates or bool(gathers))
             return rule
 
         return wrap
@@ -61,6 +63,11 @@ class LoweringRegistry:
         """The argument positions whose tensors node's rule loads itself (see Lowering)."""
         entry = self._table.get(node.target)
         return () if entry is None else entry.gathers
+
+    def reads_coordinates(self, node: torch.fx.Node) -> bool:
+        """Whether node's rule reads the element's coordinates (see Lowering)."""
+        entry = self._table.get(node.target)
+        return entry is not None and entry.coordinates
 
     def gathered(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """The tensors node's rule loads itself (a list argument's each)."""
