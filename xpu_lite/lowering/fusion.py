@@ -376,15 +376,18 @@ class KernelBuilder:
         """Load `node`'s elements broadcast to shape `at` (the reader's); for a view, read
         its root buffer with the view's strides."""
         if (node, at) not in self.loaded:
-            root = node if root is None else root
-            val, root_val = node.meta["val"], root.meta["val"]
-            sizes, strides = _sizes(node), _strides(val)
-            if root not in self.inputs:
-                self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
-            offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
-            index = self.index(at, sizes, strides) + offset
-            self.loaded[(node, at)] = self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype)))
+            index = self.index(at, _sizes(node), _strides(node.meta["val"]))
+            self.loaded[(node, at)] = self._load(node, node if root is None else root, index)
         return self.loaded[(node, at)]
+
+    def _load(self, node: torch.fx.Node, root: torch.fx.Node, index: sympy.Expr, mask: int | None = None) -> int:
+        """A Load of `node` from its root's buffer (an input of the kernel from now on),
+        `index` being the element's offset in `node`."""
+        val, root_val = node.meta["val"], root.meta["val"]
+        if root not in self.inputs:
+            self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
+        offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
+        return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask))
 
     def element_coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
         """Coordinates of the current element in an untiled pointwise space of `shape`."""
@@ -394,13 +397,8 @@ class KernelBuilder:
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
         value `mask` is true; a view reads its root buffer."""
-        root = view_root(node, self.is_view)
-        val, root_val = node.meta["val"], root.meta["val"]
-        if root not in self.inputs:
-            self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, _sizes(root), _strides(root_val))
-        offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset())
-        index = sum((c * st for c, st in zip(coords, _strides(val))), offset)
-        return self._add(ir.Load(self.inputs[root].name, index, ir.compute_dtype(val.dtype), mask))
+        index = sum((c * st for c, st in zip(coords, _strides(node.meta["val"]))), sympy.Integer(0))
+        return self._load(node, view_root(node, self.is_view), index, mask)
 
     def wrapper_size(self, expr: sympy.Expr) -> sympy.Expr:
         """`expr` as a size argument the wrapper computes (ir.lift_sizes does this for what a
@@ -412,14 +410,11 @@ class KernelBuilder:
             self.lifted[expr] = ir.lifted_symbol(self.name, len(self.lifted))
         return self.lifted[expr]
 
-    def coordinate(self, expr: sympy.Expr, dtype: torch.dtype) -> int:
-        """An element coordinate as a value of `dtype` (the kernel's index dtype: int32
-        unless the launch indexes past 2**31, and then int64, which is no narrower)."""
-        return self._add(ir.SymValue(expr, dtype))
-
-    def index_value(self, expr: sympy.Expr) -> int:
-        """An integer value (int64) computed from the size symbols and the element's coordinates."""
-        return self.constant(int(expr), torch.int64) if expr.is_number else self._add(ir.SymValue(expr, torch.int64))
+    def index_value(self, expr: sympy.Expr, dtype: torch.dtype = torch.int64) -> int:
+        """An integer value computed from the size symbols and the element's coordinates
+        (`dtype` int32 for a bare coordinate: the kernel's index dtype, int32 unless the
+        launch indexes past 2**31, and then int64, which is no narrower)."""
+        return self.constant(int(expr), dtype) if expr.is_number else self._add(ir.SymValue(expr, dtype))
 
     def constant(self, value: Any, dtype: torch.dtype) -> int:
         return self._add(ir.Constant(value, dtype))

@@ -30,6 +30,11 @@ def _sizes(value: Any) -> tuple[sympy.Expr, ...]:
     return tuple(sym_expr(s) for s in value.meta["val"].shape)
 
 
+def _int_expr(value: Any) -> sympy.Expr:
+    """A Python int argument, or a SymInt node's expression."""
+    return sympy.Integer(value) if isinstance(value, int) else sym_expr(value.meta["val"])
+
+
 def _rejection(node: torch.fx.Node, tensors: list[Any], ints: dict[str, Any]) -> str | None:
     """Shared by the checkers: a non-empty strided result and inputs of the kernel dtypes,
     no keyword arguments, and each of `ints` (name -> argument) a Python int or None."""
@@ -90,6 +95,22 @@ def _check_select_scatter(node: torch.fx.Node) -> str | None:
     return _rejection(node, [node.args[0], node.args[1]], {"dim": node.args[2]})  # index may be a SymInt
 
 
+def _check_arange(node: torch.fx.Node) -> str | None:
+    val = node.meta.get("val")
+    if (why := _tensor_rejection(val, INTS, "result")) is not None:
+        floating = isinstance(val, torch.Tensor) and val.dtype.is_floating_point
+        return why + " (eager computes a float arange in the device's accumulate type)" if floating else why
+    if isinstance(val.shape[0], int) and val.shape[0] == 0:
+        return "a statically empty result: nothing to place"
+    if node.kwargs.get("device") not in (None, val.device) or node.kwargs.get("layout") not in (None, torch.strided):
+        return "an arange on another device or layout"
+    if set(node.kwargs) - {"dtype", "device", "layout", "pin_memory"} or node.kwargs.get("pin_memory"):
+        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes dtype, device, layout"
+    if not all(type(a) is int or isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt) for a in node.args):
+        return "a start, end or step that is not an int or a SymInt"
+    return None
+
+
 # -- rules -----------------------------------------------------------------------------
 def _compare(b: Any, node: torch.fx.Node, op: str, expr: sympy.Expr, bound: sympy.Expr) -> int:
     return b.compute(op, (b.index_value(expr), b.index_value(sympy.sympify(bound))), node, torch.bool)
@@ -133,11 +154,6 @@ def _cat(b: Any, node: torch.fx.Node, tensors: list[torch.fx.Node], dim: int = 0
         loaded = b.cast(b.gather(tensors[k], at, inside), _out_cdt(node), node)
         value = loaded if value is None else _pick(b, node, inside, loaded, value)
     return value
-
-
-def _int_expr(value: Any) -> sympy.Expr:
-    """A Python int argument, or a SymInt node's expression."""
-    return sympy.Integer(value) if isinstance(value, int) else sym_expr(value.meta["val"])
 
 
 def _pad(b: Any, node: torch.fx.Node, x: torch.fx.Node, pad: list[Any], value: Any = 0) -> int:
@@ -195,25 +211,10 @@ def _select_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim
     return _pick(b, node, inside, b.cast(b.gather(src, coords[:d] + coords[d + 1:], inside), cdt, node), _arg(b, x, cdt, node))
 
 
-def _check_arange(node: torch.fx.Node) -> str | None:
-    val = node.meta.get("val")
-    if (why := _tensor_rejection(val, INTS, "result")) is not None:
-        return why + " (eager computes a float arange in the device's accumulate type)" if val.dtype.is_floating_point else why
-    if isinstance(val.shape[0], int) and val.shape[0] == 0:
-        return "a statically empty result: nothing to place"
-    if node.kwargs.get("device") not in (None, val.device) or node.kwargs.get("layout") not in (None, torch.strided):
-        return "an arange on another device or layout"
-    if set(node.kwargs) - {"dtype", "device", "layout", "pin_memory"} or node.kwargs.get("pin_memory"):
-        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes dtype, device, layout"
-    if not all(isinstance(a, (int, torch.fx.Node)) and not isinstance(a, bool) for a in node.args):
-        return "a start, end or step that is not an int or a SymInt"
-    return None
-
-
 def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
     """start + i * step, in int64 (xindex is int32 unless the launch indexes past 2**31)."""
     (i,) = b.element_coords(_sizes(node))
-    position = b.cast(b.coordinate(i, torch.int32), torch.int64, node)
+    position = b.cast(b.index_value(i, torch.int32), torch.int64, node)
     start, step = (b.index_value(_int_expr(node.args[k] if len(node.args) > k else default)) for k, default in ((0, 0), (2, 1)))
     value = b.compute("add", (start, b.compute("mul", (position, step), node, torch.int64)), node, torch.int64)
     return b.cast(value, _out_cdt(node), node)
