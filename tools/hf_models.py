@@ -15,6 +15,7 @@ installed it does not pull another one):
     python tools/hf_models.py --mode default           # Triton kernels, at --rtol
     python tools/hf_models.py --models llama,t5 --lengths 8,12,17 --no-training
     python tools/hf_models.py --option eager_bindings=True   # any xpu_lite option, repeatable
+    python tools/hf_models.py --mode default --lengths 8 --fallbacks   # what still runs eagerly, and why
 
 Lite mode must be bitwise equal to eager (logits; in training the loss and every
 parameter's gradient); the default mode is compared per tensor by the norm of the
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--atol", type=float, default=1e-8, help="default mode only: per element, added to rtol's bound")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="an xpu_lite option (value a Python literal, else a string), repeatable")
+    parser.add_argument("--fallbacks", action="store_true",
+                        help="at the end, the eager calls of every compiled graph by op and reason kind, most first")
     args = parser.parse_args(argv)
     options: dict[str, Any] = {}
     for item in args.option:
@@ -119,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, mode {args.mode}, lengths {lengths}"
           + (f", options {options}" if options else ""), flush=True)
     failed = 0
+    fallbacks: collections.Counter[tuple[str, str]] = collections.Counter()
     start = time.perf_counter()
     for name in names:
         config_cls, model_cls, config_args, extra = MODELS[name]
@@ -128,16 +132,23 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args))
         for training in (False,) if args.no_training else (False, True):
-            verdict = check(model.train(training), extra, lengths, args.mode, training, args.rtol, args.atol, options)
+            verdict = check(model.train(training), extra, lengths, args.mode, training, args.rtol, args.atol, options,
+                            fallbacks)
             failed += verdict.startswith("FAIL")
             print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
     print(f"{len(names)} models, {failed} failed, {time.perf_counter() - start:.0f} s")
+    if args.fallbacks:
+        print(f"eager calls in the compiled graphs ({sum(fallbacks.values())}), by op and reason:")
+        for (op, kind), n in fallbacks.most_common():
+            print(f"{n:6d}  {kind:14s} {op}")
     return 1 if failed else 0
 
 
 def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], mode: str,
-          training: bool, rtol: float, atol: float, options: dict[str, Any] | None = None) -> str:
-    """'ok ...' or 'FAIL: why', comparing each length's results with eager's."""
+          training: bool, rtol: float, atol: float, options: dict[str, Any] | None = None,
+          fallbacks: collections.Counter[tuple[str, str]] | None = None) -> str:
+    """'ok ...' or 'FAIL: why', comparing each length's results with eager's; the fallbacks of
+    the graphs compiled are counted into `fallbacks` by (op, reason kind)."""
     from xpu_lite.report import capture
 
     torch._dynamo.reset()
@@ -171,6 +182,8 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
                 return f"FAIL at length {length}: recompiled ({len(graphs)} forward graphs, {first} after the first length)"
     if not first:
         return "FAIL: xpu_lite compiled no graph (Dynamo ran the model eagerly)"
+    if fallbacks is not None:
+        fallbacks.update((d.op, d.reason.kind.value) for r in reports for d in r.fallbacks)
     kernels = sum(len(r.kernels) for r in reports)
     accuracy = "bitwise" if mode == "lite" else f"worst error {worst:.2f}x the bound"
     verdict = f"ok: {accuracy}, {first} graph(s), {kernels} kernel source(s), {time.perf_counter() - began:.1f} s"
