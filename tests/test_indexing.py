@@ -17,6 +17,7 @@ from xpu_lite.lowering import DecisionKind, ir
 from xpu_lite.report import capture
 
 from .conftest import assert_bitwise
+from .test_kernels import _run_samples
 
 OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", "")]
 LOWERED = {"cat": "aten.cat.default", "nn.functional.pad": "aten.constant_pad_nd.default",
@@ -39,22 +40,14 @@ def test_opinfo_samples_are_bitwise_eager(device: str, name: str, variant: str, 
     if dtype not in op.supported_dtypes(device):
         pytest.skip(f"{name} does not support {dtype} in eager on {device}")
     samples = [s for s in op.sample_inputs(device, dtype) if _small(s)][:3]
-    lowered = 0
-    for sample in samples:
-        torch._dynamo.reset()
 
-        def fn(x, *args):
-            if where == "lite region":
-                with xpu_lite.compile_region():
-                    return op(x, *args, **sample.kwargs)
-            return op(x, *args, **sample.kwargs)
-
-        compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
-        with capture() as reports:
-            out = compiled(sample.input, *sample.args)
+    def check(out, fn, sample):
         assert_bitwise(out, fn(sample.input, *sample.args))
         assert out.stride() == fn(sample.input, *sample.args).stride() or out.numel() <= 1
-        lowered += any(d.op == LOWERED[name] and d.kind is DecisionKind.KERNEL for r in reports for d in r.decisions)
+
+    with capture() as reports:
+        _run_samples(op, samples, where, check)
+    lowered = any(d.op == LOWERED[name] and d.kind is DecisionKind.KERNEL for r in reports for d in r.decisions)
     assert lowered, f"no sample of {name} was lowered to a kernel"
 
 
