@@ -141,6 +141,28 @@ def test_keep_ops_never_decompose_in_default_mode() -> None:
     assert decisions(report)["aten._fused_rms_norm.default"].reason.kind is FallbackKind.KEPT_OP
 
 
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("x_shape,index", [((), torch.tensor(0)), ((3, 4), torch.tensor(-2)),
+                                            ((3, 4), torch.tensor([[0, 5], [11, -1]]))], ids=["0-dim", "0-dim index", "2-d index"])
+def test_take_compiles_with_any_index_as_one_graph(where, x_shape, index) -> None:
+    """The core table's take indexes with `flattened[index]`, which turns a 0-dim index into
+    item(): data-dependent, no trace (Inductor too). Ours is index.Tensor; also in training."""
+    def fn(x, i):
+        if where == "lite region":
+            with xpu_lite.compile_region():
+                return torch.take(x, i) * 2
+        return torch.take(x, i) * 2
+
+    x = torch.randn(x_shape, requires_grad=True)
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
+    (got, got_grad), (forward, _) = xpu_lite.run_and_get_code(lambda: _grads(compiled, [x], index))
+    want, want_grad = _grads(fn, [x], index)
+    assert_bitwise(got, want)
+    assert_bitwise(got_grad, want_grad)
+    assert xpu_lite.counters.forward_graphs == 1  # no graph break
+    assert "torch.ops.aten.index.Tensor(" in forward and "aten.take" not in forward, forward
+
+
 def test_random_ops_fall_back_and_keep_rng_stream() -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         with xpu_lite.compile_region():

@@ -42,6 +42,18 @@ _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
 }
 
 
+def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return aten.index.Tensor(self.reshape(-1), [index])
+
+
+# Core ATen decompositions that regions replace by their own, with the reason. take's
+# `flattened[index]` makes a 0-dim index a Python int (`item()`, data-dependent: no trace,
+# in Inductor too); index.Tensor takes it as a tensor, the same call for any other index.
+_OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
+    aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
+}
+
+
 # Functional by their schema (no alias annotation), but their composite bodies return their
 # inputs or views of them (found by running the OpInfo samples through every kept body and
 # comparing storages). Kept as one node, functionalization would take the outputs for new
@@ -161,10 +173,11 @@ def is_random(op: Any) -> bool:
 @lru_cache(maxsize=1)
 def policy() -> tuple[dict[Any, Callable[..., Any]], dict[Any, str]]:
     """(DECOMPOSE, KEEP): core ATen decompositions plus those for fusion, minus the ops
-    lowered whole and the ops kept, and the kept ops."""
+    lowered whole and the ops kept, with our own where listed, and the kept ops."""
     table = dict(compat.core_aten_decompositions())
     table.update(compat.get_decompositions(list(_DECOMPOSE_FOR_FUSION)))
     table = {op: fn for op, fn in table.items() if op not in _LOWERED_WHOLE}
+    table.update({op: fn for op, (fn, _) in _OWN_DECOMPOSITIONS.items()})
     keep = dict(_KEEP_EXPLICIT)
     keep.update({op: "random op: keeps the eager RNG stream" for op in table if is_random(op) and op not in keep})
     decompose = {op: fn for op, fn in table.items() if op not in keep}
