@@ -581,3 +581,33 @@ def test_only_sizes_without_an_index_are_lifted_out_of_a_kernel() -> None:
     inside = dataclasses.replace(kernel, values=(ir.Load("in_ptr0", TruncToInt(1.7 * ToFloat(ir.XINDEX)), torch.float32),))
     with pytest.raises(ir.IRError, match="not computable in a kernel"):
         ir.lift_sizes(inside)
+
+
+def test_an_eager_call_between_nodes_of_one_space_runs_before_their_kernel(device: str) -> None:
+    """`y @ w` stands between sin and cos in the graph but reads neither: it runs before
+    their kernel, which stays one. `b @ w` reads the kernel's output and ends it. Eager
+    calls keep their order among themselves; gradients too."""
+    def fn(x, y, w):
+        a = x.sin()
+        m = y @ w
+        b = a.cos() + m
+        n = b @ w
+        return b.exp(), n.tanh()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for rows in (3, 8):
+            x, y = (torch.randn(rows, 4, device=device, requires_grad=True) for _ in range(2))
+            w = torch.randn(4, 4, device=device, requires_grad=True)
+            got = compiled(x, y, w)
+            want = fn(x, y, w)
+            for actual, expected in zip(got, want, strict=True):
+                _close(actual, expected)
+            grads = torch.autograd.grad(sum(o.sum() for o in got), (x, y, w))
+            for actual, expected in zip(grads, torch.autograd.grad(sum(o.sum() for o in want), (x, y, w)), strict=True):
+                _close(actual, expected)
+    assert xpu_lite.counters.forward_graphs == 1
+    lines = reports[0].source.splitlines()
+    steps = [re.sub(r"\b(mm|add)_\d+\b", r"\1", line.split("# ")[-1])  # node names: add_9 -> add
+             for line in lines if re.match(r"\s*(kernel_\d+\[|buf\d+ = torch\.ops\.aten\.mm)", line)]
+    assert steps == ["mm", "kernel_0: sin, cos, add", "mm", "kernel_1: exp, tanh"], reports[0].source

@@ -1,7 +1,8 @@
 """Kernel-eligible nodes -> fused groups -> ir.Kernel.
 
-Input: the aten graph and its decisions. Output: one Group per run of consecutive KERNEL
-nodes that share an iteration space. A pointwise run shares its output sizes. A reduction
+Input: the aten graph and its decisions. Output: one Group per run of KERNEL nodes that
+share an iteration space, consecutive once the eager calls between them that read none of
+them have been moved before the run (the graph is reordered in place). A pointwise run shares its output sizes. A reduction
 run shares the reduced input's sizes S and reduced dims D: pointwise producers of size S
 are computed inline in the reduction's loads ("full" values, one per element), and
 consumers of the reduced rows ("row" values: S with D kept as 1 or squeezed) or of size S
@@ -74,7 +75,9 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current.members.append(node)
         waiting.clear()
 
-    for node in gm.graph.nodes:
+    nodes = list(gm.graph.nodes)  # the loop moves nodes: walk a copy
+    position: dict[torch.fx.Node, float] = {node: i for i, node in enumerate(nodes)}
+    for node in nodes:
         decision = decisions.get(node.name)
         if is_view(node):
             continue  # index math: no kernel of its own, does not end a run
@@ -82,7 +85,10 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current.members.append(node)  # one output of a fused multi-output reduction (var_mean, max.dim)
             continue
         if decision is None or decision.kind is not DecisionKind.KERNEL:
-            if node.op != "placeholder":
+            if current is not None and current.members and not waiting and _movable_before(node, current.members[0], position):
+                current.members[0].prepend(node)  # does not end the run: runs before it
+                position[node] = position[current.members[0]] - 0.5
+            elif node.op != "placeholder":
                 flush()
                 current = None
             continue
@@ -109,8 +115,24 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current = _Run(_own_space(node), [node])
             runs.append(current)
     flush()
+    if any(position[node] % 1 for node in nodes):
+        gm.recompile()  # nodes moved: gm's own code follows the graph's new order
     runs = [part for run in runs for part in _stored_scalars_apart(run)]
     return [build_group(f"kernel_{i}", run.members, run.space, is_view) for i, run in enumerate(runs)]
+
+
+def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float]) -> bool:
+    """Whether a node that is not a kernel's can run before the run that starts at `first`
+    instead of ending it: it reads nothing computed since (the run's members, views of
+    them) and writes nothing. Eager calls keep their order among themselves (the RNG
+    stream, runtime asserts); only kernel nodes move after them, so that the nodes of one
+    iteration space become one kernel where an unrelated eager call (a matmul, a size)
+    stood between them."""
+    if node.op not in ("call_function", "get_attr"):
+        return False
+    if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable:
+        return False
+    return all(position[arg] < position[first] for arg in node.all_input_nodes)
 
 
 def _is_scalar(node: torch.fx.Node, run: _Run | None, is_view: Any) -> bool:
