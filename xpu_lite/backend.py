@@ -24,7 +24,8 @@ from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, recompose, tracing
 from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, partition
-from .lowering.fusion import Group, fuse
+from .lowering.fusion import fuse
+from .lowering.kernel_builder import Group
 from .report import COUNTERS, GraphReport, format_table, publish
 from .runtime import load_kernel, load_wrapper, reduction_strategy
 

@@ -25,7 +25,7 @@ from .._torch_compat import sym_expr
 from ..decomp import is_random
 from ..lowering import Decision, DecisionKind, LoweringError, ir
 from ..lowering.reduction import NEEDS_ELEMENTS
-from ..lowering.fusion import Group
+from ..lowering.kernel_builder import Group
 from ..report import COUNTERS
 from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
 from .emitter import Emitter

@@ -18,7 +18,6 @@ import torch
 import torch.fx
 
 from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
-from . import ir
 from .pointwise import ALL, INTS, _arg, _out_cdt, _scalar_ok, _tensor_rejection
 from .registry import LOWERINGS
 

@@ -7,7 +7,7 @@ Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced el
 Each Load reads a buffer at an index expression of xindex, rindex and the size symbols
 (where a bool value says so, for ops that read inputs at positions of their own: cat, pad);
 Compute and Reduce nodes form an SSA list; each Store writes one value to an output
-buffer. Built by fusion.py, printed by codegen/, checked by verify() at the stage boundary.
+buffer. Built by kernel_builder.py (groups from fusion.py), printed by codegen/, checked by verify() at the stage boundary.
 """
 from __future__ import annotations
 

@@ -1,0 +1,318 @@
+"""A group of graph nodes -> ir.Kernel: its iteration space, index math (flat, space and
+tiled coordinates), and KernelBuilder, the context every lowering rule builds its values
+in. fusion.py decides the groups; this builds each one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
+from . import ir
+from .registry import LOWERINGS
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    kernel: ir.Kernel
+    members: tuple[torch.fx.Node, ...]
+    stored: tuple[torch.fx.Node, ...]  # members read outside the group, in kernel.outputs order
+    external: tuple[torch.fx.Node, ...]  # tensors loaded, in kernel.inputs order
+
+
+@dataclasses.dataclass(frozen=True)
+class Space:
+    """A kernel's iteration space: `sizes` (pointwise: the output; reduction: the reduced
+    input) and the reduced dims (empty for a pointwise kernel)."""
+
+    sizes: tuple[sympy.Expr, ...]
+    rdims: tuple[int, ...] = ()
+
+    @property
+    def row_shapes(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        """Shapes of per-row values: reduced dims kept as 1, or squeezed."""
+        keep = tuple(sympy.Integer(1) if d in self.rdims else s for d, s in enumerate(self.sizes))
+        return keep, tuple(s for d, s in enumerate(self.sizes) if d not in self.rdims)
+
+
+def view_root(node: torch.fx.Node, is_view: Any) -> torch.fx.Node:
+    while is_view(node):
+        node = node.args[0]
+    return node
+
+
+def sizes_of(node: torch.fx.Node) -> tuple[sympy.Expr, ...]:
+    return tuple(sym_expr(s) for s in node.meta["val"].shape)
+
+
+def strides_of(val: torch.Tensor) -> tuple[sympy.Expr, ...]:
+    return tuple(sym_expr(s) for s in val.stride())
+
+
+def contiguous_strides(sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    strides, running = [], sympy.Integer(1)
+    for size in reversed(sizes):
+        strides.append(running)
+        running = running * size
+    return tuple(reversed(strides))
+
+
+def flat_coords(index: sympy.Symbol, sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """Coordinates of flat (row-major) position `index` in a tensor of `sizes`."""
+    if len(sizes) == 1:
+        return (index,)
+    inner = contiguous_strides(sizes)
+    return tuple(FloorDiv(index, inner[0]) if d == 0 else ModularIndexing(index, inner[d], size) for d, size in enumerate(sizes))
+
+
+def space_coords(space: Space) -> tuple[sympy.Expr, ...]:
+    """Coordinates of element (xindex, rindex) of a space: xindex walks the kept dims,
+    rindex the reduced ones, each row-major."""
+    if not space.rdims:
+        return flat_coords(ir.XINDEX, space.sizes)
+    kept = [d for d in range(len(space.sizes)) if d not in space.rdims]
+    x = flat_coords(ir.XINDEX, tuple(space.sizes[d] for d in kept)) if kept else ()
+    r = flat_coords(ir.RINDEX, tuple(space.sizes[d] for d in space.rdims))
+    coords: list[sympy.Expr] = [sympy.Integer(0)] * len(space.sizes)
+    for d, c in zip(kept, x):
+        coords[d] = c
+    for d, c in zip(space.rdims, r):
+        coords[d] = c
+    return tuple(coords)
+
+
+def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...],
+               coords: tuple[sympy.Expr, ...] | None = None) -> sympy.Expr:
+    """Memory offset of the element at `coords` (default: flat position xindex) of
+    `out_sizes`, for a tensor with `sizes`/`strides` broadcast (aligned right) to it."""
+    if not out_sizes:
+        return sympy.Integer(0)  # a 0-dim value: its one element, whatever the kernel's position
+    if coords is None:
+        if sizes == out_sizes and strides == contiguous_strides(out_sizes):
+            return ir.XINDEX
+        coords = flat_coords(ir.XINDEX, out_sizes)
+    return sum((c * s for c, s in zip(coords, _space_strides(out_sizes, sizes, strides))), sympy.Integer(0))
+
+
+def _space_strides(space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
+                   strides: tuple[sympy.Expr, ...]) -> list[sympy.Expr]:
+    """A tensor's stride along each dim of the space it is broadcast (aligned right) to; 0
+    where it broadcasts."""
+    rank = len(space_sizes)
+    eff: list[sympy.Expr] = [sympy.Integer(0)] * rank
+    for d, (size, stride) in enumerate(zip(sizes, strides)):
+        out_dim = rank - len(sizes) + d
+        if not (size == 1 and space_sizes[out_dim] != 1):
+            eff[out_dim] = stride
+    return eff
+
+
+def _flat(eff: list[sympy.Expr], space_sizes: tuple[sympy.Expr, ...], dims: list[int]) -> bool:
+    """Whether dims (in order, size-1 dims skipped) are laid out row-major, so their flat
+    position times the last one's stride is the offset."""
+    live = [d for d in dims if space_sizes[d] != 1]
+    return all(sympy.expand(eff[a] - eff[b] * space_sizes[b]) == 0 for a, b in zip(live, live[1:]))
+
+
+def choose_tile(space: Space, reads: list[tuple[tuple[sympy.Expr, ...], tuple[sympy.Expr, ...]]],
+                writes: list[tuple[tuple[sympy.Expr, ...], tuple[sympy.Expr, ...]]]) -> ir.Tile | None:
+    """Tile a pointwise space when some tensor it reads is contiguous along a dim `u` other
+    than the last (a transpose) while everything it writes is row-major over the dims after
+    `u` with unit stride at the end: yindex then walks u, xindex the dims after it, and both
+    the transposed loads and the stores are contiguous. (sizes, strides) of each tensor."""
+    sizes = space.sizes
+    live = [d for d in range(len(sizes)) if sizes[d] != 1]
+    if space.rdims or len(live) < 2:
+        return None
+    written = [_space_strides(sizes, *w) for w in writes]
+    for read in reads:
+        eff = _space_strides(sizes, *read)
+        unit = [d for d in live if eff[d] == 1]
+        if not unit or unit[0] == live[-1]:
+            continue
+        u = unit[0]
+        after = [d for d in live if d > u]
+        if all(w[after[-1]] == 1 and w[u] != 1 and _flat(w, sizes, after) for w in written):
+            return ir.Tile(u, sympy.Mul(*sizes[:u]), sizes[u], sympy.Mul(*sizes[u + 1:]))
+    return None
+
+
+def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
+                strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
+    """Memory offset of element (zindex, yindex, xindex) of a tiled space for a tensor with
+    `sizes`/`strides` broadcast to it. Dims after the tile's are one flat xindex where the
+    tensor lays them out row-major (no div/mod, so Triton sees the contiguity)."""
+    eff = _space_strides(space_sizes, sizes, strides)
+    u = tile.dim
+    z = flat_coords(ir.ZINDEX, space_sizes[:u]) if u else ()
+    offset = sum((c * eff[d] for d, c in enumerate(z)), sympy.Integer(0)) + ir.YINDEX * eff[u]
+    after = list(range(u + 1, len(space_sizes)))
+    live = [d for d in after if space_sizes[d] != 1]
+    if _flat(eff, space_sizes, after):
+        return offset + (ir.XINDEX * eff[live[-1]] if live else 0)
+    x = flat_coords(ir.XINDEX, space_sizes[u + 1:])
+    return offset + sum((c * eff[d] for d, c in zip(after, x)), sympy.Integer(0))
+
+
+class KernelBuilder:
+    def __init__(self, space: Space, tile: ir.Tile | None = None, is_view: Any = lambda node: False, name: str = "kernel") -> None:
+        self.space = space
+        self.tile = tile
+        self.is_view = is_view
+        self.name = name
+        self.lifted: dict[sympy.Expr, sympy.Symbol] = {}  # sizes the wrapper computes (see wrapper_size)
+        self.values: list[ir.Value] = []
+        self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
+        self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
+
+    def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
+        """Coordinates of the current element in a value of `shape`: the space's own (per
+        element), or xindex over the row shape (per row). None: the plain flat xindex."""
+        if not self.space.rdims:
+            return None
+        return space_coords(self.space) if shape == self.space.sizes else flat_coords(ir.XINDEX, shape)
+
+    def index(self, at: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
+        """Offset of the current element of a value of shape `at` in a tensor with
+        `sizes`/`strides` broadcast to it."""
+        if self.tile is not None and at == self.space.sizes:
+            return tiled_index(self.tile, at, sizes, strides)
+        return index_expr(at, sizes, strides, self.coords(at))
+
+    def _add(self, value: ir.Value) -> int:
+        self.values.append(value)
+        return len(self.values) - 1
+
+    def load(self, node: torch.fx.Node, at: tuple[sympy.Expr, ...], root: torch.fx.Node | None = None) -> int:
+        """Load `node`'s elements broadcast to shape `at` (the reader's); for a view, read
+        its root buffer with the view's strides."""
+        if (node, at) not in self.loaded:
+            index = self.index(at, sizes_of(node), strides_of(node.meta["val"]))
+            self.loaded[(node, at)] = self._load(node, node if root is None else root, index)
+        return self.loaded[(node, at)]
+
+    def _load(self, node: torch.fx.Node, root: torch.fx.Node, index: sympy.Expr, mask: int | None = None) -> int:
+        """A Load of `node` from its root's buffer (an input of the kernel from now on),
+        `index` being the element's offset in `node`."""
+        val, root_val = node.meta["val"], root.meta["val"]
+        if root not in self.inputs:
+            self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, sizes_of(root), strides_of(root_val))
+        offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
+        return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask))
+
+    def element_coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+        """Coordinates of the current element in an untiled pointwise space of `shape`."""
+        assert not self.space.rdims and self.tile is None and shape == self.space.sizes
+        return flat_coords(ir.XINDEX, shape)
+
+    def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int) -> int:
+        """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
+        value `mask` is true; a view reads its root buffer."""
+        index = sum((c * st for c, st in zip(coords, strides_of(node.meta["val"]))), sympy.Integer(0))
+        return self._load(node, view_root(node, self.is_view), index, mask)
+
+    def wrapper_size(self, expr: sympy.Expr) -> sympy.Expr:
+        """`expr` as a size argument the wrapper computes (ir.lift_sizes does this for what a
+        kernel cannot compute; a rule asks for it where index math must not see inside
+        `expr`, a Piecewise, say)."""
+        if expr.is_number:
+            return expr
+        if expr not in self.lifted:
+            self.lifted[expr] = ir.lifted_symbol(self.name, len(self.lifted))
+        return self.lifted[expr]
+
+    def index_value(self, expr: sympy.Expr, dtype: torch.dtype = torch.int64) -> int:
+        """An integer value computed from the size symbols and the element's coordinates
+        (`dtype` int32 for a bare coordinate: the kernel's index dtype, int32 unless the
+        launch indexes past 2**31, and then int64, which is no narrower)."""
+        return self.constant(int(expr), dtype) if expr.is_number else self._add(ir.SymValue(expr, dtype))
+
+    def constant(self, value: Any, dtype: torch.dtype) -> int:
+        return self._add(ir.Constant(value, dtype))
+
+    def sym(self, node: torch.fx.Node) -> int:
+        return self._add(ir.SymValue(sym_expr(node.meta["val"]), torch.int64))
+
+    def rnumel(self) -> int:
+        """The number of reduced elements per row, as an int64 value."""
+        return self.index_value(sympy.Mul(*(self.space.sizes[d] for d in self.space.rdims)))
+
+    def dtype(self, value: int) -> torch.dtype:
+        return self.values[value].dtype
+
+    def cast(self, value: int, dtype: torch.dtype, node: torch.fx.Node) -> int:
+        current = self.values[value]
+        if current.dtype == dtype:
+            return value
+        if isinstance(current, ir.Constant):
+            return self.constant(ir.convert_scalar(current.value, dtype), dtype)
+        return self._add(ir.Compute("to", (value,), dtype, node.name))
+
+    def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
+        return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
+
+    def reduce(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
+        return self._add(ir.Reduce(op, value, dtype, node.name))
+
+
+def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
+    member_set = set(members)
+    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
+    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name)
+    value_of: dict[torch.fx.Node, Any] = {}
+    for node in members:
+        if node.target is operator.getitem:  # one result of a multi-output reduction
+            value_of[node] = value_of[node.args[0]][node.args[1]]
+            continue
+        at = space.sizes if LOWERINGS.reduced_dims(node) is not None else sizes_of(node)
+        operands: list[Any] = []
+        gathers = LOWERINGS.gathers(node)
+        for position, arg in enumerate(node.args):
+            if position in gathers:
+                operands.append(arg)  # the rule loads it at positions it computes
+            elif isinstance(arg, torch.fx.Node):
+                if arg in member_set:
+                    operands.append(ir.Ref(value_of[arg]))
+                elif view_root(arg, is_view) in member_set:  # a row value through a row view or expand: broadcasts
+                    operands.append(ir.Ref(value_of[view_root(arg, is_view)]))
+                elif isinstance(arg.meta.get("val"), torch.SymInt):
+                    operands.append(ir.Ref(builder.sym(arg)))
+                else:
+                    operands.append(ir.Ref(builder.load(arg, at, view_root(arg, is_view))))
+            else:
+                operands.append(arg)  # rules decide how a non-tensor argument is used
+        value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)
+    outputs, stores = [], []
+    for i, node in enumerate(stored):
+        val = node.meta["val"]
+        shape = sizes_of(node)
+        buf = ir.Buffer(f"out_ptr{i}", val.dtype, shape, strides_of(val))
+        outputs.append(buf)
+        stores.append(ir.Store(buf.name, builder.index(shape, shape, buf.strides), value_of[node]))
+    kept = [s for d, s in enumerate(space.sizes) if d not in space.rdims]
+    rnumel = sympy.Mul(*(space.sizes[d] for d in space.rdims)) if space.rdims else None
+    kernel = ir.Kernel(
+        name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
+        tuple(n.name for n in members), rnumel, builder.tile, tuple((s, e) for e, s in builder.lifted.items()),
+    )
+    return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
+
+
+def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],
+          is_view: Any) -> ir.Tile | None:
+    """choose_tile over what a pointwise group loads from outside and what it stores."""
+    if space.rdims or any(sizes_of(n) != space.sizes for n in stored) or any(map(LOWERINGS.reads_coordinates, members)):
+        return None
+    reads = []
+    for node in members:
+        for arg in node.all_input_nodes:
+            val = arg.meta.get("val")
+            if arg not in member_set and view_root(arg, is_view) not in member_set and isinstance(val, torch.Tensor):
+                reads.append((sizes_of(arg), strides_of(val)))
+    writes = [(sizes_of(n), strides_of(n.meta["val"])) for n in stored]
+    return choose_tile(space, reads, writes) if reads and writes else None
