@@ -70,7 +70,8 @@ def _compile_for_cuda(kernels, index_spans=(0,)) -> None:
             jit = triton.jit(runtime.kernel_function(name, source))
             for span in index_spans:
                 try:
-                    compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), span)
+                    compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), span,
+                                                     checks_bounds=kernel.checks_bounds)
                 except Exception as exc:
                     raise AssertionError(f"{name} (fused {', '.join(kernel.nodes)}, index span {span}) does not "
                                          f"compile for cuda:\n{source}") from exc
@@ -107,6 +108,22 @@ def test_view_and_broadcast_kernels_compile_for_cuda(captured) -> None:
     _run(views, torch.randn(6, 8), torch.randn(4))
     assert len(captured) >= 2
     _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
+def test_indirect_load_kernels_compile_with_their_bounds_assert(captured) -> None:
+    """embedding, gather, index_select and x[:, i] with int32 and int64 indexing; the
+    assert survives compilation (Triton drops tl.device_assert unless debug is on)."""
+    from .test_gather import _inputs, lookups
+
+    _run(lookups, *_inputs(3, "cpu"))
+    checking = [k for k in captured if k.checks_bounds]
+    assert len(checking) == 5, [k.nodes for k in captured]
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+    for kernel in checking:
+        (name, source), = kernel_sources(kernel, "gpu").items()
+        jit = triton.jit(runtime.kernel_function(name, source))
+        ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), checks_bounds=True).asm["ptx"]
+        assert "__assertfail" in ptx, f"{name}: the bounds assert was compiled out"
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -47,7 +47,8 @@ def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
 
 def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
-               "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()"]
+               "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
+               "F.embedding(i, w) * 2.0"]
     assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
     for marker in covered:
         block(marker)
@@ -103,6 +104,14 @@ def test_reduction_explain_example(capsys: pytest.CaptureFixture[str]) -> None:
 def test_placing_ops_example() -> None:
     ns = run(block("torch.cat([x, y], dim=-1).relu()"))  # its asserts: bitwise eager, cat in a kernel
     assert "torch.ops.aten." not in ns["sources"][0]  # the pad too: no eager call at all
+
+
+def test_lookups_example(capsys: pytest.CaptureFixture[str]) -> None:
+    ns = run(block("F.embedding(i, w) * 2.0"))  # its asserts: bitwise eager, no eager call
+    assert "torch.ops.aten." not in ns["sources"][0]
+    printed = capsys.readouterr().out.strip()
+    claimed = re.search(r"print\(e\)  # (.*)", block("F.embedding(i, w) * 2.0")).group(1)
+    assert printed == claimed
 
 
 def test_what_was_compiled_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,11 +14,12 @@ from .decomp import compile_region
 from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .report import COUNTERS as counters
 from .report import ExplainReport, GraphReport
+from .runtime import IndexOutOfRange
 
 __all__ = [
     "compile_region", "counters", "explain", "run_and_get_code", "xpu_lite_backend", "LiteConfig", "parse_config",
     "Decision", "DecisionKind", "FallbackKind", "FallbackReason", "LoweringError", "ExplainReport", "GraphReport",
-    "reset_counters",
+    "reset_counters", "IndexOutOfRange",
 ]
 
 

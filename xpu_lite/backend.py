@@ -127,7 +127,7 @@ def compile_kernels(
         try:
             variants = kernel_sources(kernel, target_for(device_type))
             signature = kernel_signature(kernel)
-            loaded = {name: load_kernel(name, source, device_type, signature) for name, source in variants.items()}
+            loaded = {name: load_kernel(name, source, device_type, signature, kernel.checks_bounds) for name, source in variants.items()}
         except Exception as exc:  # noqa: BLE001  (any failure of generated code means: run eagerly)
             detail = f"{kernel.name} failed to compile: {type(exc).__name__}: {exc}"
             if strict:

@@ -6,10 +6,12 @@ on cpu; generated wrapper modules are loaded here, once per source.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import functools
 import hashlib
 import linecache
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -155,28 +157,63 @@ def _next_power_of_2(n: int) -> int:
 
 class _QuietInterpreter:
     """The interpreter computes masked-off lanes too (log(0) there is expected, and never
-    stored), so numpy's floating-point warnings are silenced around each launch."""
+    stored), so numpy's floating-point warnings are silenced around each launch.
 
-    def __init__(self, kernel: Any) -> None:
+    A kernel that checks bounds (an indirect load) runs with the interpreter's debug option
+    on, as Triton's JIT compiles it (gpu_launch_options), so its tl.device_assert fires; the
+    failed assert is raised as IndexOutOfRange."""
+
+    def __init__(self, kernel: Any, checks_bounds: bool = False) -> None:
         self.kernel = kernel
+        self.checks_bounds = checks_bounds
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         launch = self.kernel[grid]
 
         def run(*args: Any, **kwargs: Any) -> Any:
             with np.errstate(all="ignore"):
-                return launch(*args, **kwargs)
+                if not self.checks_bounds:
+                    return launch(*args, **kwargs)
+                with _interpreter_debug():
+                    try:
+                        return launch(*args, **kwargs)
+                    except Exception as exc:  # the interpreter wraps what the kernel raised
+                        if isinstance(exc.__cause__, AssertionError):
+                            raise IndexOutOfRange(str(exc.__cause__)) from None
+                        raise
 
         return run
 
 
-def load_kernel(name: str, source: str, device_type: str, signature: dict[str, str]) -> Any:
+class IndexOutOfRange(IndexError, RuntimeError):
+    """A kernel read an index tensor holding a position out of range (on cpu; on a GPU the
+    device assert ends the context, as eager's own kernels do). Both an IndexError and a
+    RuntimeError: eager raises one or the other, by op, dim and device."""
+
+
+@contextlib.contextmanager
+def _interpreter_debug() -> Iterator[None]:
+    """Triton's interpreter with device asserts on (its options are one module-level
+    object, fixed at import; a launch reads them as it runs)."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    saved = builder.options
+    builder.options = dataclasses.replace(saved, debug=True, sanitize_overflow=False)
+    try:
+        yield
+    finally:
+        builder.options = saved
+
+
+def load_kernel(name: str, source: str, device_type: str, signature: dict[str, str], checks_bounds: bool = False) -> Any:
     """Compile (or fetch) one kernel for a device type: Triton's JIT on xpu/cuda, the Triton
     interpreter on cpu, chosen when the function is wrapped (no process-wide env var).
 
     On xpu/cuda the source is compiled here, for the current device (compile_ahead), so a
     kernel that does not compile raises now, where the caller can fall back to eager,
-    rather than at its first launch inside the generated wrapper."""
+    rather than at its first launch inside the generated wrapper. `checks_bounds`: the
+    kernel asserts (ir.Kernel.checks_bounds), so it is compiled with Triton's debug on."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     key = (digest, device_type)
     if key in _KERNELS:
@@ -185,12 +222,12 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
     if device_type == "cpu":
         from triton.runtime.interpreter import InterpretedFunction
 
-        kernel = _QuietInterpreter(InterpretedFunction(fn))
+        kernel = _QuietInterpreter(InterpretedFunction(fn), checks_bounds)
     else:
         import triton
 
         kernel = triton.jit(fn)
-        compile_ahead(kernel, signature, current_target())
+        compile_ahead(kernel, signature, current_target(), checks_bounds=checks_bounds)
     _KERNELS[key] = kernel
     return kernel
 
@@ -225,11 +262,19 @@ def kernel_function(name: str, source: str) -> Callable[..., Any]:
 # kernels; explicit, because Triton 3.9 warns when it is left to its default (and 3.10
 # changes that default).
 GPU_LAUNCH_OPTIONS = {"enable_fp_fusion": True}
+# and to a kernel that checks bounds: its tl.device_assert compiled in (Triton drops it
+# otherwise), without the integer-overflow asserts debug would add too (as Inductor does)
+BOUNDS_CHECK_OPTIONS = {"debug": True, "sanitize_overflow": False}
+
+
+def gpu_launch_options(checks_bounds: bool) -> dict[str, Any]:
+    return {**GPU_LAUNCH_OPTIONS, **(BOUNDS_CHECK_OPTIONS if checks_bounds else {})}
 # constexprs compile_ahead uses: the largest blocks a launch picks
 _AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"], "YBLOCK": _TILE_SIDE["gpu"]}
 
 
-def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0, aligned: bool = False) -> Any:
+def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0, aligned: bool = False,
+                  checks_bounds: bool = False) -> Any:
     """Compile a triton.jit kernel for `target` (a triton GPUTarget) through every stage
     Triton has for it (for cuda: TTIR, TTGIR, LLVM IR, PTX, cubin), with the largest
     blocks a launch would pick and int32 indexing (int64 when index_span says so: see
@@ -247,4 +292,4 @@ def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_spa
     if "YBLOCK" in constexprs:  # a tiled pointwise kernel: square tiles, as pick_tile picks
         constexprs["XBLOCK"] = _TILE_SIDE["gpu"]
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if aligned and kind != "constexpr"}
-    return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=dict(GPU_LAUNCH_OPTIONS))
+    return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=gpu_launch_options(checks_bounds))

@@ -182,7 +182,9 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
         lanes = (ir.XINDEX,) if kernel.tile is None else (ir.YINDEX, ir.XINDEX)
         for i, value in enumerate(kernel.values):
             if i in used:
-                out.line(f"tmp{i} = {_value(value, table, lanes)}", comment(value))
+                if isinstance(value, ir.Load) and value.bounds:
+                    out.lines(bounds_check(kernel, i, value))
+                out.line(f"tmp{i} = {_value(value, table, lanes, i)}", comment(value))
         for store in kernel.stores:
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
             # a 0-dim result (a constant) is written once, by lane 0 (a tiled kernel stores none)
@@ -205,9 +207,23 @@ def used_values(kernel: ir.Kernel) -> set[int]:
                 stack.extend(value.args)
             elif isinstance(value, ir.Reduce):
                 stack.append(value.arg)
-            elif isinstance(value, ir.Load) and value.mask is not None:
-                stack.append(value.mask)
+            elif isinstance(value, ir.Load):
+                stack.extend([] if value.mask is None else [value.mask])
+                stack.extend(j for j, _ in value.bounds)
     return used
+
+
+def bounds_check(kernel: ir.Kernel, i: int, load: ir.Load) -> list[str]:
+    """An indirect load's check: `tmp<i>_ok` (every position in range) and an assert over
+    the live lanes. Triton compiles the assert only with its debug option, which the
+    wrapper passes to a kernel that checks bounds (the interpreter: runtime.py)."""
+    ok = " & ".join(f"(tmp{j} >= 0) & (tmp{j} < {pexpr(size)})" for j, size in load.bounds)
+    message = f"{load.message} (xpu_lite {kernel.name})"
+    return [f"tmp{i}_ok = {ok}", f"tl.device_assert(tmp{i}_ok | (({_live(load)}) == 0), {message!r})"]
+
+
+def _live(load: ir.Load) -> str:
+    return "xmask" if load.mask is None else f"xmask & tmp{load.mask}"
 
 
 def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
@@ -228,10 +244,10 @@ def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:
     return " + ".join(terms)
 
 
-def _value(value: ir.Value, table: dict[str, str], lanes: tuple[sympy.Symbol, ...]) -> str:
+def _value(value: ir.Value, table: dict[str, str], lanes: tuple[sympy.Symbol, ...], i: int) -> str:
     if isinstance(value, ir.Load):
         index = lane_index(value.index, lanes)
-        mask = "xmask" if value.mask is None else f"xmask & tmp{value.mask}"
+        mask = _live(value) + (f" & tmp{i}_ok" if value.bounds else "")
         return f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
     block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
     return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, block)

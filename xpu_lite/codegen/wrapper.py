@@ -27,7 +27,7 @@ from ..lowering import Decision, DecisionKind, LoweringError, ir
 from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.kernel_builder import Group
 from ..report import COUNTERS
-from ..runtime import GPU_LAUNCH_OPTIONS, index_type, pick_block, pick_reduction, pick_tile
+from ..runtime import gpu_launch_options, index_type, pick_block, pick_reduction, pick_tile
 from .emitter import Emitter
 from .printer import pexpr
 from .prims import aten_arguments
@@ -314,7 +314,8 @@ class _WrapperBuilder:
                 with body.indent():
                     message = f"xpu_lite: {', '.join(kernel.nodes)}: cannot take the max/min of an empty dimension (as in eager)"
                     body.line(f"raise IndexError({message!r})")
-        options = ", INDEX=index" + ("" if self.device_type == "cpu" else "".join(f", {k}={v!r}" for k, v in GPU_LAUNCH_OPTIONS.items()))
+        launch_options = {} if self.device_type == "cpu" else gpu_launch_options(kernel.checks_bounds)
+        options = ", INDEX=index" + "".join(f", {k}={v!r}" for k, v in launch_options.items())
         # a size that may be 0 at run time (unbacked, or a difference such as x[3:]'s): launch
         # nothing then; a backed size is at least 2 (Dynamo specializes 0 and 1) and needs no check
         guard = not compat.provably_positive(kernel.numel, fake)

@@ -5,7 +5,8 @@ tiled, (zindex, yindex, xindex) tiles of it (see Tile). A reduction
 Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced elements
 (rindex): values whose index involves rindex are per element, Reduce values are per row.
 Each Load reads a buffer at an index expression of xindex, rindex and the size symbols
-(where a bool value says so, for ops that read inputs at positions of their own: cat, pad);
+(where a bool value says so, for ops that read inputs at positions of their own: cat, pad;
+and at positions loaded from another tensor, an indirect load: embedding, gather);
 Compute and Reduce nodes form an SSA list; each Store writes one value to an output
 buffer. Built by kernel_builder.py (groups from fusion.py), printed by codegen/, checked by verify() at the stage boundary.
 """
@@ -57,12 +58,22 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
+def value_symbol(i: int) -> sympy.Symbol:
+    """Value i in an index expression (an indirect load's position): printed as its name."""
+    return sympy.Symbol(f"tmp{i}", integer=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class Load:
     buffer: str
     index: sympy.Expr
     dtype: torch.dtype  # compute dtype of the loaded value
     mask: int | None = None  # a bool value: lanes where it is false load nothing (and read 0)
+    # an indirect load: (value, size) for each integer value whose symbol (value_symbol) the
+    # index holds; the kernel asserts 0 <= value < size in every live lane, as eager raises
+    # on an index out of range, and loads nothing where it is not
+    bounds: tuple[tuple[int, sympy.Expr], ...] = ()
+    message: str = ""  # what an indirect load's assert says (the node, the dim)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,19 +156,28 @@ class Kernel:
         return self.rnumel is not None
 
     @property
+    def checks_bounds(self) -> bool:
+        """Whether the kernel asserts (an indirect load): compiled with Triton's debug on."""
+        return any(isinstance(v, Load) and v.bounds for v in self.values)
+
+    def value_symbols(self) -> frozenset[sympy.Symbol]:
+        return frozenset(value_symbol(i) for v in self.values if isinstance(v, Load) for i, _ in v.bounds)
+
+    @property
     def size_symbols(self) -> tuple[sympy.Symbol, ...]:
         exprs = [self.numel, *self.kernel_exprs()]
         if self.rnumel is not None:
             exprs.append(self.rnumel)
         if self.tile is not None:
             exprs += [self.tile.ynumel, self.tile.xnumel]
-        free = set().union(*(e.free_symbols for e in exprs)) - INDEX_SYMBOLS
+        free = set().union(*(e.free_symbols for e in exprs)) - INDEX_SYMBOLS - self.value_symbols()
         return tuple(sorted(free, key=str))
 
     def kernel_exprs(self) -> list[sympy.Expr]:
         """The expressions printed inside the kernel (the numels are arguments)."""
         return [*(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores),
-                *(v.expr for v in self.values if isinstance(v, SymValue))]
+                *(v.expr for v in self.values if isinstance(v, SymValue)),
+                *(size for v in self.values if isinstance(v, Load) for _, size in v.bounds)]
 
 
 class IRError(RuntimeError):
@@ -173,6 +193,7 @@ def lift_sizes(kernel: Kernel) -> Kernel:
     KERNEL_INDEX_FUNCS, such as TruncToInt(1.7*ToFloat(s0)), an interpolate output size)
     replaced by a new size argument, `<kernel>_size<i>`, that the wrapper computes."""
     lifted: dict[sympy.Expr, sympy.Symbol] = {e: s for s, e in kernel.lifted}  # a rule's own (KernelBuilder.lifted)
+    in_kernel = INDEX_SYMBOLS | kernel.value_symbols()
 
     def visit(expr: sympy.Expr) -> None:
         if expr.is_Atom:
@@ -181,7 +202,7 @@ def lift_sizes(kernel: Kernel) -> Kernel:
         if expr.func in KERNEL_INDEX_FUNCS and positive_power:
             for arg in expr.args:
                 visit(arg)
-        elif expr.free_symbols & INDEX_SYMBOLS:
+        elif expr.free_symbols & in_kernel:
             raise IRError(f"{kernel.name}: index expression {expr} is not computable in a kernel")
         elif expr not in lifted:
             lifted[expr] = lifted_symbol(kernel.name, len(lifted))
@@ -195,7 +216,7 @@ def lift_sizes(kernel: Kernel) -> Kernel:
         return expr.xreplace(lifted)
 
     values = tuple(
-        dataclasses.replace(v, index=sub(v.index)) if isinstance(v, Load)
+        dataclasses.replace(v, index=sub(v.index), bounds=tuple((i, sub(size)) for i, size in v.bounds)) if isinstance(v, Load)
         else dataclasses.replace(v, expr=sub(v.expr)) if isinstance(v, SymValue) else v
         for v in kernel.values
     )
@@ -219,6 +240,13 @@ def verify(kernel: Kernel) -> Kernel:
                                            or kernel.values[value.mask].dtype is not torch.bool):
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} under a mask that is not an earlier "
                               "bool value of an untiled pointwise kernel")
+            indirect = {value_symbol(j) for j, _ in value.bounds}
+            if value.bounds and (kernel.is_reduction or kernel.tile is not None or any(
+                    not 0 <= j < i or kernel.values[j].dtype not in (torch.int32, torch.int64) for j, _ in value.bounds)):
+                raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} at positions that are not earlier integer "
+                              "values of an untiled pointwise kernel")
+            if value.index.free_symbols & (kernel.value_symbols() - indirect):
+                raise IRError(f"{kernel.name}: value {i} indexes with a value it does not bound: {value.index}")
         elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and (kernel.is_reduction or kernel.tile):
             raise IRError(f"{kernel.name}: value {i} computes a coordinate {value.expr} outside an untiled pointwise kernel")
         elif isinstance(value, Compute):

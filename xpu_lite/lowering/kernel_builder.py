@@ -196,25 +196,37 @@ class KernelBuilder:
             self.loaded[(node, at)] = self._load(node, node if root is None else root, index)
         return self.loaded[(node, at)]
 
-    def _load(self, node: torch.fx.Node, root: torch.fx.Node, index: sympy.Expr, mask: int | None = None) -> int:
+    def _load(self, node: torch.fx.Node, root: torch.fx.Node, index: sympy.Expr, mask: int | None = None,
+              bounds: tuple[tuple[int, sympy.Expr], ...] = (), message: str = "") -> int:
         """A Load of `node` from its root's buffer (an input of the kernel from now on),
         `index` being the element's offset in `node`."""
         val, root_val = node.meta["val"], root.meta["val"]
         if root not in self.inputs:
             self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, sizes_of(root), strides_of(root_val))
         offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
-        return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask))
+        return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask, bounds, message))
 
     def element_coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
         """Coordinates of the current element in an untiled pointwise space of `shape`."""
         assert not self.space.rdims and self.tile is None and shape == self.space.sizes
         return flat_coords(ir.XINDEX, shape)
 
-    def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int) -> int:
+    def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
-        value `mask` is true; a view reads its root buffer."""
+        value `mask` is true (None: every lane); a view reads its root buffer."""
         index = sum((c * st for c, st in zip(coords, strides_of(node.meta["val"]))), sympy.Integer(0))
         return self._load(node, view_root(node, self.is_view), index, mask)
+
+    def gather_at(self, node: torch.fx.Node, coords: tuple[sympy.Expr | int, ...], message: str) -> int:
+        """An indirect load: `node`'s element at `coords`, where an int coordinate is an
+        integer value (a position loaded from an index tensor) that must lie in [0, size of
+        that dim), as eager checks; `message` is what the kernel's assert says where one
+        does not."""
+        sizes = sizes_of(node)
+        bounds = tuple((c, sizes[d]) for d, c in enumerate(coords) if isinstance(c, int))
+        at = tuple(ir.value_symbol(c) if isinstance(c, int) else c for c in coords)
+        index = sum((c * st for c, st in zip(at, strides_of(node.meta["val"]))), sympy.Integer(0))
+        return self._load(node, view_root(node, self.is_view), index, None, bounds, message)
 
     def wrapper_size(self, expr: sympy.Expr) -> sympy.Expr:
         """`expr` as a size argument the wrapper computes (ir.lift_sizes does this for what a

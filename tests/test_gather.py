@@ -1,0 +1,180 @@
+"""Kernels for ops that read their input at positions loaded from an index tensor:
+embedding, gather, index_select, index.Tensor with one index tensor, and take (which
+xpu_lite decomposes to index.Tensor) (lowering/gather.py). Values move without
+arithmetic, so results are bitwise eager's in every dtype; a position out of range raises
+xpu_lite.IndexOutOfRange, an IndexError and a RuntimeError, as eager raises one of them
+(on a GPU: a device-side assert, as eager's own kernels).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import sympy
+import torch
+import torch.nn.functional as F
+
+import xpu_lite
+from xpu_lite.lowering import DecisionKind, ir
+from xpu_lite.report import capture
+
+from .conftest import assert_bitwise
+from .test_kernels import _run_samples
+
+OPINFOS = {"nn.functional.embedding": "aten.embedding.default", "gather": "aten.gather.default",
+           "index_select": "aten.index_select.default", "take": "aten.index.Tensor"}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
+LOWERED = set(OPINFOS.values())
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_samples_are_bitwise_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == name and o.variant_test_name == "")
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    samples = [s for s in op.sample_inputs(device, dtype) if s.input.numel() <= 4096][:4]
+
+    def check(out, fn, sample):
+        expected = fn(sample.input, *sample.args)
+        assert_bitwise(out, expected)
+        assert out.stride() == expected.stride() or out.numel() <= 1
+
+    with capture() as reports:
+        _run_samples(op, samples, where, check)
+    lowered = any(d.op == OPINFOS[name] and d.kind is DecisionKind.KERNEL for r in reports for d in r.decisions)
+    assert lowered, f"no sample of {name} was lowered to a kernel"
+
+
+def lookups(w, i, x, g, s):
+    return (F.embedding(i, w) * 2,  # fused with its consumer
+            torch.gather(x, 1, g),
+            torch.index_select(x.t(), 0, s.abs()),  # a view read from its base
+            x[:, s],  # negative positions count from the end
+            x[s] + 1)
+
+
+def _inputs(n: int, device: str):
+    s = torch.tensor([0, n + 3, -1, -n - 4, 2], device=device)
+    return (torch.randn(3 * n, 4, device=device), torch.randint(0, 3 * n, (n, 5), device=device),
+            torch.randn(n + 4, n + 5, device=device), torch.randint(0, n + 5, (n + 4, 2), device=device), s)
+
+
+def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:
+    compiled = torch.compile(lookups, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 6, 9):
+            args = _inputs(n, device)
+            assert_bitwise(compiled(*args), lookups(*args))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    kinds = {d.op: d.kind for d in reports[0].decisions}
+    assert all(kinds[op] is DecisionKind.KERNEL for op in LOWERED), kinds
+    # abs, then the five lookups (their consumers mul and add fused): positions are read from memory
+    assert len(reports[0].kernels) == 6
+    for source in reports[0].kernels:
+        assert not re.search(r"\b(12|13|14|15|18|27)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
+    assert sum("tl.device_assert(" in source and "_ok = " in source for source in reports[0].kernels) == 5
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_int32_and_int64_positions(device: str, dtype: torch.dtype) -> None:
+    def fn(w, i, x):
+        return F.embedding(i, w), x.index_select(0, i.flatten()), x[:, i]
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    w, x = torch.randn(7, 3, device=device), torch.randn(7, 7, device=device)
+    i = torch.tensor([[6, 0], [3, 3]], dtype=dtype, device=device)
+    assert_bitwise(compiled(w, i, x), fn(w, i, x))
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
+@pytest.mark.parametrize("bad", ["past the end", "negative"])
+def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
+    """Eager raises IndexError or RuntimeError (by op and dim); the kernel's assert raises
+    IndexOutOfRange, both. On cpu only: there the interpreter runs with Triton's debug on;
+    on a GPU a failed device assert ends the process's CUDA/XPU context, as eager's own
+    kernels do, which one test process cannot survive."""
+    w, x = torch.randn(5, 3), torch.randn(4, 6)
+    far = 6 if bad == "past the end" else -1
+    i = torch.tensor([[1, 4], [far - 1 if far > 0 else far, 2]])
+    g = torch.zeros(4, 2, dtype=torch.long)
+    g[2, 1] = far
+    s = torch.tensor([0, 6 if bad == "past the end" else -7])
+    cases = [(lambda w, i: F.embedding(i, w) + 1, (w, i)),
+             (lambda x, g: torch.gather(x, 1, g), (x, g)),
+             (lambda x, i: x.index_select(1, i.flatten() + (i.flatten() == 5)), (x, i)),
+             (lambda x, s: x[:, s], (x, s))]
+    for fn, args in cases:
+        with pytest.raises((IndexError, RuntimeError)) as eager:
+            fn(*args)
+        torch._dynamo.reset()
+        with pytest.raises(xpu_lite.IndexOutOfRange, match=r"index out of range for dimension \d of the input") as ours:
+            torch.compile(fn, backend="xpu_lite", dynamic=True)(*args)
+        assert isinstance(ours.value, type(eager.value)), (eager.value, ours.value)
+        assert "(xpu_lite kernel_" in str(ours.value)
+
+
+def test_positions_computed_in_the_graph_are_read_from_memory(device: str) -> None:
+    def fn(w, i):
+        j = i * 2 + 1  # an integer kernel
+        return F.embedding(j, w).relu(), w[j.flatten() - w.shape[0]].sum(-1)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 11):
+            w, i = torch.randn(n, 4, device=device), torch.randint(0, (n - 1) // 2, (3, 2), device=device)
+            assert_bitwise(compiled(w, i), fn(w, i))
+    assert xpu_lite.counters.fallback_nodes == 0
+    kernel_ops = [d.op for d in reports[0].decisions if d.kind is DecisionKind.KERNEL]
+    assert {"aten.embedding.default", "aten.index.Tensor", "aten.add.Tensor"} <= set(kernel_ops), kernel_ops
+
+
+def test_training_gradients_through_lookups(device: str) -> None:
+    """The forward lookups are kernels; their backward (embedding_dense_backward,
+    scatter_add, index_put with accumulate) stays eager: gradients bitwise eager's."""
+    def fn(w, x, i, g):
+        return (F.embedding(i, w) * 3).sum() + torch.gather(x, 1, g).square().sum() + x[i[0]].sum()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 7):
+            w = torch.randn(n, 3, device=device, requires_grad=True)
+            x = torch.randn(n, 5, device=device, requires_grad=True)
+            i, g = torch.randint(0, n, (2, 3), device=device), torch.randint(0, 5, (n, 2), device=device)
+            compiled(w, x, i, g).backward()
+            grads = w.grad, x.grad
+            w.grad = x.grad = None
+            fn(w, x, i, g).backward()
+            assert_bitwise(grads, (w.grad, x.grad))
+    assert xpu_lite.counters.graphs_compiled == 2
+    forward = next(r for r in reports if r.kind == "forward")
+    assert LOWERED - {"aten.index_select.default"} <= {d.op for d in forward.decisions if d.kind is DecisionKind.KERNEL}
+
+
+def test_what_is_not_lowered_says_why() -> None:
+    def fn(x, i, j):
+        return x[i, j], x.double()[i], torch.gather(x, 0, i.int()[None].expand(2, -1))
+
+    report = xpu_lite.explain(fn, torch.randn(4, 4), torch.tensor([0, 3]), torch.tensor([1, 2]), dynamic=True)
+    reasons = [(row[2], row[4]) for row in report.rows() if row[2] in ("aten.index.Tensor", "aten.gather.default")]
+    assert ("aten.index.Tensor", "no lowering: 2 index tensors: this lowering takes one (the others None, full slices)") in reasons
+    assert any("a float64 result" in why for op, why in reasons if op == "aten.index.Tensor"), reasons
+    assert any("int32 index; this lowering takes int64" in why for op, why in reasons if op == "aten.gather.default"), reasons
+
+
+def test_indirect_loads_only_in_untiled_pointwise_kernels() -> None:
+    buf = ir.Buffer("in_ptr0", torch.float32, (8,), (1,))
+    out = ir.Buffer("out_ptr0", torch.float32, (8,), (1,))
+    values = (ir.Load("in_ptr0", ir.XINDEX, torch.int64),
+              ir.Load("in_ptr0", ir.value_symbol(0) * 2, torch.float32, bounds=((0, sympy.Integer(4)),), message="embedding"))
+    kernel = ir.Kernel("kernel_0", sympy.Integer(8), (buf,), (out,), values, (ir.Store("out_ptr0", ir.XINDEX, 1),), ("embedding",))
+    assert ir.verify(kernel) is kernel and kernel.checks_bounds and kernel.size_symbols == ()
+    with pytest.raises(ir.IRError, match="at positions that are not earlier integer values"):
+        ir.verify(dataclasses.replace(kernel, rnumel=4))
+    unbound = (values[0], dataclasses.replace(values[1], bounds=()))
+    with pytest.raises(ir.IRError, match="indexes with a value it does not bound"):
+        ir.verify(dataclasses.replace(kernel, values=unbound + (values[1],)))

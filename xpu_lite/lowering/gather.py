@@ -1,0 +1,119 @@
+"""Lowerings of ops that read their input at positions loaded from an index tensor:
+embedding, gather, index_select and advanced indexing with one index tensor (index.Tensor).
+
+Each element loads its position from the index tensor, then the input's element there: an
+indirect load (ir.Load.bounds). Eager raises IndexError for a position out of range; the
+kernel asserts it (tl.device_assert, compiled in: runtime.gpu_launch_options) and loads
+nothing where it fails, so no lane reads outside the input. index.Tensor counts a negative
+position from the end, as eager does; the others take none. Values move without
+arithmetic: results are bitwise eager's.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from .indexing import _rejection, _sizes
+from .pointwise import INTS, _out_cdt, _tensor_rejection
+from .registry import LOWERINGS
+
+aten = torch.ops.aten
+
+
+# -- checkers ------------------------------------------------------------------------
+def _index_rejection(index: Any, dtypes: tuple[torch.dtype, ...] = INTS) -> str | None:
+    if not isinstance(index, torch.fx.Node):
+        return "an index that is not a graph node"
+    return _tensor_rejection(index.meta.get("val"), dtypes, "index")
+
+
+def _check_embedding(node: torch.fx.Node) -> str | None:
+    weight, indices = node.args[:2]
+    if (why := _rejection(node, [weight], {})) or (why := _index_rejection(indices)):
+        return why
+    return None if weight.meta["val"].dim() == 2 else "a weight that is not 2-D"
+
+
+def _check_gather(node: torch.fx.Node) -> str | None:
+    x, dim, index = node.args[:3]
+    if (why := _rejection(node, [x], {"dim": dim})) or (why := _index_rejection(index, (torch.int64,))):
+        return why
+    return "a 0-dim input" if x.meta["val"].dim() == 0 else None
+
+
+def _check_index_select(node: torch.fx.Node) -> str | None:
+    x, dim, index = node.args[:3]
+    if (why := _rejection(node, [x], {"dim": dim})) or (why := _index_rejection(index)):
+        return why
+    return "a 0-dim input" if x.meta["val"].dim() == 0 else None
+
+
+def _check_index(node: torch.fx.Node) -> str | None:
+    x, indices = node.args[:2]
+    if (why := _rejection(node, [x], {})) is not None:
+        return why
+    given = [i for i in indices if i is not None]
+    if len(given) != 1:
+        return f"{len(given)} index tensors: this lowering takes one (the others None, full slices)"
+    return _index_rejection(given[0])
+
+
+# -- rules -----------------------------------------------------------------------------
+def _message(node: torch.fx.Node, dim: int) -> str:
+    return f"{node.name}: index out of range for dimension {dim} of the input"
+
+
+def _position(b: Any, node: torch.fx.Node, index: torch.fx.Node, at: tuple[sympy.Expr, ...]) -> int:
+    """The index tensor's element at `at`, as an int64 value."""
+    return b.cast(b.gather(index, at, None), torch.int64, node)
+
+
+def _embedding(b: Any, node: torch.fx.Node, weight: torch.fx.Node, indices: torch.fx.Node, *rest: Any) -> int:
+    """out[..., j] = weight[indices[...], j] (padding_idx and the rest act on the gradient)."""
+    coords = b.element_coords(_sizes(node))
+    row = _position(b, node, indices, coords[:-1])
+    return b.cast(b.gather_at(weight, (row, coords[-1]), _message(node, 0)), _out_cdt(node), node)
+
+
+def _gather(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node, *rest: Any) -> int:
+    """out[c] = x[c with dim d replaced by index[c]] (index may be smaller than x elsewhere)."""
+    coords = b.element_coords(_sizes(node))
+    d = dim % len(coords)
+    at = _position(b, node, index, coords)
+    return b.cast(b.gather_at(x, coords[:d] + (at,) + coords[d + 1:], _message(node, d)), _out_cdt(node), node)
+
+
+def _index_select(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node) -> int:
+    """out[c] = x[c with dim d replaced by index[c[d]]] (index 1-D, or 0-dim: one position)."""
+    coords = b.element_coords(_sizes(node))
+    d = dim % len(coords)
+    at = _position(b, node, index, coords[d:d + 1] if index.meta["val"].dim() else ())
+    return b.cast(b.gather_at(x, coords[:d] + (at,) + coords[d + 1:], _message(node, d)), _out_cdt(node), node)
+
+
+def _index(b: Any, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any]) -> int:
+    """x[:, ..., index, ...]: the index tensor's dims replace dim k (its position in
+    `indices`); a negative position counts from the end."""
+    k = next(i for i, t in enumerate(indices) if t is not None)
+    index = indices[k]
+    m = index.meta["val"].dim()
+    coords = b.element_coords(_sizes(node))
+    at = _position(b, node, index, coords[k:k + m])
+    size = b.index_value(_sizes(x)[k])
+    negative = b.compute("lt", (at, b.constant(0, torch.int64)), node, torch.bool)
+    at = b.compute("where", (negative, b.compute("add", (at, size), node, torch.int64), at), node, torch.int64)
+    return b.cast(b.gather_at(x, coords[:k] + (at,) + coords[k + m:], _message(node, k)), _out_cdt(node), node)
+
+
+def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
+    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True)(rule)
+
+
+_reg(aten.embedding.default, _check_embedding, _embedding, (0, 1))
+_reg(aten.gather.default, _check_gather, _gather, (0, 2))
+_reg(aten.index_select.default, _check_index_select, _index_select, (0, 2))
+_reg(aten.index.Tensor, _check_index, _index, (0, 1))
