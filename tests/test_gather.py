@@ -1,5 +1,5 @@
 """Kernels for ops that read their input at positions loaded from an index tensor:
-embedding, gather, index_select, index.Tensor with one index tensor, and take (which
+embedding, gather, index_select, index.Tensor (integer index tensors), and take (which
 xpu_lite decomposes to index.Tensor) (lowering/gather.py). Values move without
 arithmetic, so results are bitwise eager's in every dtype; a position out of range raises
 xpu_lite.IndexOutOfRange, an IndexError and a RuntimeError, as eager raises one of them
@@ -155,13 +155,40 @@ def test_training_gradients_through_lookups(device: str) -> None:
     assert LOWERED - {"aten.index_select.default"} <= {d.op for d in forward.decisions if d.kind is DecisionKind.KERNEL}
 
 
-def test_what_is_not_lowered_says_why() -> None:
-    def fn(x, i, j):
-        return x[i, j], x.double()[i], torch.gather(x, 0, i.int()[None].expand(2, -1))
+def test_several_index_tensors_broadcast_as_in_eager(device: str) -> None:
+    """x[i, j]: index tensors broadcast together; their dims replace the indexed ones where
+    those are adjacent, else come first (numpy's rule); the pooling of a classifier's last
+    token, x[arange(b), k], too."""
+    def fn(x, i, j, k):
+        return (x[i, j], x[:, i, j], x[i, :, j], x[torch.arange(x.shape[0], device=x.device), k],
+                x[i[:, None], j[None, :]] * 2, x[i, 1:, j[0]])
 
-    report = xpu_lite.explain(fn, torch.randn(4, 4), torch.tensor([0, 3]), torch.tensor([1, 2]), dynamic=True)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (4, 6, 9):
+        x = torch.randn(n, n + 2, n + 3, device=device)
+        i, j = torch.randint(-n, n, (3,), device=device), torch.randint(0, n, (3,), device=device)
+        k = torch.randint(0, n + 2, (n,), device=device)
+        assert_bitwise(compiled(x, i, j, k), fn(x, i, j, k))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+
+
+def test_a_second_index_out_of_range_names_both_dims() -> None:
+    def fn(x, i, j):
+        return x[i, j]
+
+    x, i, j = torch.randn(3, 4), torch.tensor([0, 2]), torch.tensor([1, 4])
+    with pytest.raises(IndexError):
+        fn(x, i, j)
+    with pytest.raises(xpu_lite.IndexOutOfRange, match=r"index out of range for dimensions \[0, 1\] of the input"):
+        torch.compile(fn, backend="xpu_lite", dynamic=True)(x, i, j)
+
+
+def test_what_is_not_lowered_says_why() -> None:
+    def fn(x, i):
+        return x.double()[i], torch.gather(x, 0, i.int()[None].expand(2, -1))
+
+    report = xpu_lite.explain(fn, torch.randn(4, 4), torch.tensor([0, 3]), dynamic=True)
     reasons = [(row[2], row[4]) for row in report.rows() if row[2] in ("aten.index.Tensor", "aten.gather.default")]
-    assert ("aten.index.Tensor", "no lowering: 2 index tensors: this lowering takes one (the others None, full slices)") in reasons
     assert any("a float64 result" in why for op, why in reasons if op == "aten.index.Tensor"), reasons
     assert any("int32 index; this lowering takes int64" in why for op, why in reasons if op == "aten.gather.default"), reasons
 

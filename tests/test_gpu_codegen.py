@@ -111,13 +111,14 @@ def test_view_and_broadcast_kernels_compile_for_cuda(captured) -> None:
 
 
 def test_indirect_load_kernels_compile_with_their_bounds_assert(captured) -> None:
-    """embedding, gather, index_select and x[:, i] with int32 and int64 indexing; the
+    """embedding, gather, index_select, x[:, i] and x[i, j] with int32 and int64 indexing; the
     assert survives compilation (Triton drops tl.device_assert unless debug is on)."""
     from .test_gather import _inputs, lookups
 
     _run(lookups, *_inputs(3, "cpu"))
+    _run(lambda x, i, j: (x[i, j], x[i, :, j]), torch.randn(4, 5, 6), torch.tensor([0, -1]), torch.tensor([[2], [4]]))
     checking = [k for k in captured if k.checks_bounds]
-    assert len(checking) == 5, [k.nodes for k in captured]
+    assert len(checking) == 7, [k.nodes for k in captured]
     _compile_for_cuda(captured, index_spans=(0, 2**31))
     for kernel in checking:
         (name, source), = kernel_sources(kernel, "gpu").items()

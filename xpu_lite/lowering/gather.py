@@ -1,5 +1,5 @@
 """Lowerings of ops that read their input at positions loaded from an index tensor:
-embedding, gather, index_select and advanced indexing with one index tensor (index.Tensor).
+embedding, gather, index_select and advanced indexing with integer tensors (index.Tensor).
 
 Each element loads its position from the index tensor, then the input's element there: an
 indirect load (ir.Load.bounds). Eager raises IndexError for a position out of range; the
@@ -57,14 +57,18 @@ def _check_index(node: torch.fx.Node) -> str | None:
     if (why := _rejection(node, [x], {})) is not None:
         return why
     given = [i for i in indices if i is not None]
-    if len(given) != 1:
-        return f"{len(given)} index tensors: this lowering takes one (the others None, full slices)"
-    return _index_rejection(given[0])
+    if not given:
+        return "no index tensor"
+    for index in given:
+        if (why := _index_rejection(index)) is not None:
+            return why
+    return None
 
 
 # -- rules -----------------------------------------------------------------------------
-def _message(node: torch.fx.Node, dim: int) -> str:
-    return f"{node.name}: index out of range for dimension {dim} of the input"
+def _message(node: torch.fx.Node, dims: int | list[int]) -> str:
+    named = f"dimension {dims}" if isinstance(dims, int) else f"dimension {dims[0]}" if len(dims) == 1 else f"dimensions {dims}"
+    return f"{node.name}: index out of range for {named} of the input"
 
 
 def _position(b: Any, node: torch.fx.Node, index: torch.fx.Node, at: tuple[sympy.Expr, ...]) -> int:
@@ -96,17 +100,36 @@ def _index_select(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index
 
 
 def _index(b: Any, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any]) -> int:
-    """x[:, ..., index, ...]: the index tensor's dims replace dim k (its position in
-    `indices`); a negative position counts from the end."""
-    k = next(i for i, t in enumerate(indices) if t is not None)
-    index = indices[k]
-    m = index.meta["val"].dim()
-    coords = b.element_coords(_sizes(node))
-    at = _position(b, node, index, coords[k:k + m])
-    size = b.index_value(_sizes(x)[k])
-    negative = b.compute("lt", (at, b.constant(0, torch.int64)), node, torch.bool)
-    at = b.compute("where", (negative, b.compute("add", (at, size), node, torch.int64), at), node, torch.int64)
-    return b.cast(b.gather_at(x, coords[:k] + (at,) + coords[k + m:], _message(node, k)), _out_cdt(node), node)
+    """x[..., i, j, ...]: the index tensors broadcast together, their dims in place of the
+    dims they index when those are adjacent, else first (numpy's rule, as eager); a
+    negative position counts from the end."""
+    out, sizes = _sizes(node), _sizes(x)
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    shape = _broadcast([_sizes(indices[d]) for d in dims])
+    k = dims[0] if dims == list(range(dims[0], dims[-1] + 1)) else 0  # where the broadcast dims go
+    coords = b.element_coords(out)
+    at_index = coords[k:k + len(shape)]
+    rest = iter(coords[:k] + coords[k + len(shape):])  # the dims no tensor indexes, in order
+    at: list[Any] = []
+    for d in range(len(sizes)):
+        if d not in dims:
+            at.append(next(rest))
+            continue
+        index_sizes = _sizes(indices[d])
+        own = at_index[len(shape) - len(index_sizes):]
+        position = _position(b, node, indices[d], tuple(
+            sympy.Integer(0) if size == 1 and full != 1 else c
+            for c, size, full in zip(own, index_sizes, shape[len(shape) - len(index_sizes):])))
+        negative = b.compute("lt", (position, b.constant(0, torch.int64)), node, torch.bool)
+        wrapped = b.compute("add", (position, b.index_value(sizes[d])), node, torch.int64)
+        at.append(b.compute("where", (negative, wrapped, position), node, torch.int64))
+    return b.cast(b.gather_at(x, tuple(at), _message(node, dims)), _out_cdt(node), node)
+
+
+def _broadcast(shapes: list[tuple[sympy.Expr, ...]]) -> tuple[sympy.Expr, ...]:
+    rank = max(map(len, shapes))
+    padded = [(sympy.Integer(1),) * (rank - len(s)) + s for s in shapes]
+    return tuple(next((s for s in column if s != 1), sympy.Integer(1)) for column in zip(*padded))
 
 
 def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
