@@ -133,6 +133,20 @@ def test_positions_computed_in_the_graph_are_read_from_memory(device: str) -> No
     assert {"aten.embedding.default", "aten.index.Tensor", "aten.add.Tensor"} <= set(kernel_ops), kernel_ops
 
 
+def test_a_computed_scalar_position_is_stored_first(device: str) -> None:
+    """nll_loss of a 0-dim target: its position is a 0-dim `where`, waiting to be computed
+    inline; the gather loads it, so it is stored by a kernel of its own first."""
+    def fn(x, t):
+        return F.nll_loss(x, t, reduction="none"), x[(t * 2).clamp(0, x.shape[0] - 1)[None]]
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n, t in ((5, 2), (7, 6), (4, -100)):
+        x = torch.randn(n, device=device)
+        torch.testing.assert_close(compiled(x, torch.tensor(t, device=device)), fn(x, torch.tensor(t, device=device)),
+                                   rtol=1e-6, atol=0)
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
 def test_training_gradients_through_lookups(device: str) -> None:
     """The forward lookups are kernels; their backward (embedding_dense_backward,
     scatter_add, index_put with accumulate) stays eager: gradients bitwise eager's."""

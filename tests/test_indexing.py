@@ -109,6 +109,20 @@ def test_inputs_computed_in_the_graph_are_read_from_memory(device: str) -> None:
         torch.testing.assert_close(compiled(x), fn(x), rtol=1e-5, atol=1e-5)
 
 
+def test_a_computed_scalar_they_place_is_stored_first(device: str) -> None:
+    """A 0-dim value waits to be computed inline by the next pointwise run; a placing op
+    reading it (through a view) must read it from memory, so it gets its own kernel first
+    (the cat read an unwritten buffer before)."""
+    def fn(x, s):
+        return torch.cat([x, (s * 2).exp().unsqueeze(0)]) + 1, F.pad((s + 1).reshape(1), (1, 1)) * 2
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (3, 6):
+        x, s = torch.randn(n, device=device), torch.tensor(0.3, device=device)
+        torch.testing.assert_close(compiled(x, s), fn(x, s), rtol=1e-6, atol=0)
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
 def test_training_gradients_pass_through_placing_kernels(device: str) -> None:
     """The backward graphs of cat, pad and slicing are slices, negative pads and
     slice_scatters: lowered too, and the gradients equal eager's bit for bit."""

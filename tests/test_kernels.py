@@ -18,6 +18,8 @@ import xpu_lite.codegen.wrapper
 from xpu_lite.lowering import FallbackKind, LoweringError
 from xpu_lite.report import capture
 
+from .conftest import assert_bitwise
+
 RTOL = ATOL = 1e-5
 FLOAT_OPINFOS = [
     ("abs", ""), ("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"), ("div", "trunc_rounding"),
@@ -466,6 +468,30 @@ def test_floor_division_follows_torch_not_floor_of_quotient(device: str) -> None
         numbers = ~expected.isnan()  # a NaN's sign bit is the device's business
         assert torch.equal(actual.signbit()[numbers], expected.signbit()[numbers]), (actual, expected)
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_integer_fmod_and_remainder_by_a_literal_or_a_size(device: str, dtype: torch.dtype) -> None:
+    """C's truncating % (fmod) and Python's floored one (remainder), at the dtype's extremes;
+    by an int literal other than 0 and -1 or a size (roll's `% size`). A tensor divisor, 0
+    and -1 stay eager with the reason (0 raises in eager, INT_MIN % -1 overflows)."""
+    info = torch.iinfo(dtype)
+
+    def fn(x):
+        return (torch.fmod(x, 7), torch.remainder(x, 7), torch.fmod(x, -3), x % -3, torch.remainder(x * 2, x.shape[0]),
+                torch.roll(x, 2, -1))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for rows in (3, 6):
+        x = torch.randint(info.min, info.max, (rows, 5), dtype=dtype, device=device)
+        x[0] = torch.tensor([info.min, info.max, 0, -7, 13], dtype=dtype)
+        assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+    report = xpu_lite.explain(lambda x, y, n: (torch.fmod(x, -1), x % y, x % n), x, x.abs() + 1, 4, dynamic=True)
+    reasons = [row[4] for row in report.rows() if row[3] == "fallback"]
+    for what in ("an integer fmod by -1", "an integer remainder by a tensor", "an integer remainder by a size that may be 0"):
+        assert any(what in why for why in reasons), (what, reasons)
 
 
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 1e-30, -1e-30, 1e30, -1e30, 3.4e38,

@@ -85,6 +85,9 @@ MATH: dict[str, str] = {
     "fmod": "{0} % {1}",
     "remainder": _REMAINDER.replace("{m}", "({0} % {1})"),
     "pow": _POW,
+    # integers (by a literal other than 0 and -1: lowering/pointwise.py): `%` truncates on
+    # both targets (srem; the interpreter's numpy fmod)
+    "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
 }
 # xpu/cuda: Triton's `/` and tl.sqrt compile to approximate instructions (div.full.f32,

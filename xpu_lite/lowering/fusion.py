@@ -74,6 +74,8 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
         if _is_constant(node) and current is not None and not waiting:
             current.members.append(node)  # a 0-dim constant (scalar_tensor, full([])): computed inline
             continue
+        if waiting and any(view_root(a, is_view) in waiting for a in LOWERINGS.gathered(node)):
+            flush()  # it loads a waiting value at positions of its own: from memory, so stored first
         space = _joined_space(current, node, is_view) if current is not None else None
         if space is not None and waiting and space.rdims:
             space = None  # the waiting values are for a pointwise run

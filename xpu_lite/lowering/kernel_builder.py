@@ -286,6 +286,8 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
         gathers = LOWERINGS.gathers(node)
         for position, arg in enumerate(node.args):
             if position in gathers:
+                if any(view_root(a, is_view) in member_set for a in LOWERINGS.gathered(node) if a in _nodes(arg)):
+                    raise ir.IRError(f"{name}: {node.name} loads a value computed in the same kernel (fusion must store it)")
                 operands.append(arg)  # the rule loads it at positions it computes
             elif isinstance(arg, torch.fx.Node):
                 if arg in member_set:
@@ -313,6 +315,10 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
         tuple(n.name for n in members), rnumel, builder.tile, tuple((s, e) for e, s in builder.lifted.items()),
     )
     return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
+
+
+def _nodes(arg: Any) -> list[Any]:
+    return list(arg) if isinstance(arg, (list, tuple)) else [arg]
 
 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from . import ir
 from .registry import LOWERINGS
 
@@ -189,6 +190,40 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (_arg(b, value, cdt, node),), node, cdt)
 
 
+def _check_mod(node: torch.fx.Node) -> str | None:
+    """fmod / remainder: floats; integers only by an int literal other than 0 (integer
+    division by zero raises in eager, a kernel cannot) and -1 (INT_MIN % -1 overflows), or
+    by a size at least 1."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.dtype not in INTS:
+        return checker(FLOATS, ALL)(node)
+    divisor = node.args[1]
+    if not (type(divisor) is int and divisor not in (0, -1) or _positive_size(divisor, val)):
+        what = repr(divisor) if not isinstance(divisor, torch.fx.Node) else "a tensor" if isinstance(
+            divisor.meta.get("val"), torch.Tensor) else "a size that may be 0"
+        return (f"an integer {node.target.__name__.split('.')[0]} by {what}: integers only by an int literal other "
+                "than 0 (eager raises on a zero divisor, a kernel cannot) and -1, or a size provably at least 1")
+    return checker(INTS, INTS)(node)
+
+
+def _positive_size(divisor: Any, fake: torch.Tensor) -> bool:
+    """A SymInt divisor the ShapeEnv proves at least 1 (roll's `% size`, say)."""
+    val = divisor.meta.get("val") if isinstance(divisor, torch.fx.Node) else None
+    return isinstance(val, torch.SymInt) and compat.provably_positive(compat.sym_expr(val), fake)
+
+
+def _mod(op: str) -> Rule:
+    """Integers: C's truncating `%` (LLVM srem; the interpreter's numpy fmod), then
+    remainder's sign fix, in the "_int" entries of the math table."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+        cdt = _out_cdt(node)
+        name = op + "_int" if cdt in INTS else op
+        return b.compute(name, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+
+    return rule
+
+
 def _add_sub(op: str) -> Rule:
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
         cdt = _out_cdt(node)
@@ -291,9 +326,8 @@ _reg((aten.div.Tensor, aten.div.Scalar), checker(FLOATS, ALL), _elementwise("tru
 _reg((aten.div.Tensor_mode, aten.div.Scalar_mode), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
-# floats only: integer division by zero raises in eager, a kernel cannot
-_reg((aten.remainder.Tensor, aten.remainder.Scalar), checker(FLOATS, ALL), _elementwise("remainder", 2))
-_reg((aten.fmod.Tensor, aten.fmod.Scalar), checker(FLOATS, ALL), _elementwise("fmod", 2))
+_reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_mod, _mod("remainder"))
+_reg((aten.fmod.Tensor, aten.fmod.Scalar), _check_mod, _mod("fmod"))
 _reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker((torch.bool,), ALL), _compare(_op))
