@@ -1,5 +1,5 @@
 """Kernels for ops that place their inputs' elements at positions of their own: cat,
-constant_pad_nd (F.pad), slice_scatter, select_scatter (lowering/indexing.py). They move
+constant_pad_nd (F.pad), slice_scatter, select_scatter, flip (lowering/indexing.py). They move
 values without arithmetic, so the compiled results are bitwise equal to eager's in every
 dtype, also in the default mode; one kernel serves every size.
 """
@@ -19,9 +19,10 @@ from xpu_lite.report import capture
 from .conftest import assert_bitwise
 from .test_kernels import _run_samples
 
-OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", "")]
+OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", ""), ("flip", "")]
 LOWERED = {"cat": "aten.cat.default", "nn.functional.pad": "aten.constant_pad_nd.default",
-           "slice_scatter": "aten.slice_scatter.default", "select_scatter": "aten.select_scatter.default"}
+           "slice_scatter": "aten.slice_scatter.default", "select_scatter": "aten.select_scatter.default",
+           "flip": "aten.flip.default"}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
 
 

@@ -66,8 +66,8 @@ def _check_index(node: torch.fx.Node) -> str | None:
 
 
 # -- rules -----------------------------------------------------------------------------
-def _message(node: torch.fx.Node, dims: int | list[int]) -> str:
-    named = f"dimension {dims}" if isinstance(dims, int) else f"dimension {dims[0]}" if len(dims) == 1 else f"dimensions {dims}"
+def _message(node: torch.fx.Node, dims: list[int]) -> str:
+    named = f"dimension {dims[0]}" if len(dims) == 1 else f"dimensions {dims}"
     return f"{node.name}: index out of range for {named} of the input"
 
 
@@ -80,7 +80,7 @@ def _embedding(b: Any, node: torch.fx.Node, weight: torch.fx.Node, indices: torc
     """out[..., j] = weight[indices[...], j] (padding_idx and the rest act on the gradient)."""
     coords = b.element_coords(_sizes(node))
     row = _position(b, node, indices, coords[:-1])
-    return b.cast(b.gather_at(weight, (row, coords[-1]), _message(node, 0)), _out_cdt(node), node)
+    return b.cast(b.gather_at(weight, (row, coords[-1]), _message(node, [0])), _out_cdt(node), node)
 
 
 def _gather(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node, *rest: Any) -> int:
@@ -88,7 +88,7 @@ def _gather(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torc
     coords = b.element_coords(_sizes(node))
     d = dim % len(coords)
     at = _position(b, node, index, coords)
-    return b.cast(b.gather_at(x, coords[:d] + (at,) + coords[d + 1:], _message(node, d)), _out_cdt(node), node)
+    return b.cast(b.gather_at(x, coords[:d] + (at,) + coords[d + 1:], _message(node, [d])), _out_cdt(node), node)
 
 
 def _index_select(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node) -> int:
@@ -96,7 +96,7 @@ def _index_select(b: Any, node: torch.fx.Node, x: torch.fx.Node, dim: int, index
     coords = b.element_coords(_sizes(node))
     d = dim % len(coords)
     at = _position(b, node, index, coords[d:d + 1] if index.meta["val"].dim() else ())
-    return b.cast(b.gather_at(x, coords[:d] + (at,) + coords[d + 1:], _message(node, d)), _out_cdt(node), node)
+    return b.cast(b.gather_at(x, coords[:d] + (at,) + coords[d + 1:], _message(node, [d])), _out_cdt(node), node)
 
 
 def _index(b: Any, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any]) -> int:

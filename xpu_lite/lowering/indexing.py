@@ -1,5 +1,5 @@
 """Lowerings of ops whose result reads its inputs at positions of its own: cat,
-constant_pad_nd, slice_scatter and select_scatter; and arange, the coordinate itself.
+constant_pad_nd, slice_scatter, select_scatter and flip; and arange, the coordinate itself.
 
 Each element loads from the input that holds it, under a mask (a bool value of the
 element's coordinates, so no lane reads outside a tensor), and `where` picks it: values
@@ -92,6 +92,10 @@ def _check_slice_scatter(node: torch.fx.Node) -> str | None:
 
 def _check_select_scatter(node: torch.fx.Node) -> str | None:
     return _rejection(node, [node.args[0], node.args[1]], {"dim": node.args[2]})  # index may be a SymInt
+
+
+def _check_flip(node: torch.fx.Node) -> str | None:
+    return _rejection(node, [node.args[0]], {})
 
 
 def _check_arange(node: torch.fx.Node) -> str | None:
@@ -210,6 +214,15 @@ def _select_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim
     return _pick(b, node, inside, b.cast(b.gather(src, coords[:d] + coords[d + 1:], inside), cdt, node), _arg(b, x, cdt, node))
 
 
+def _flip(b: Any, node: torch.fx.Node, x: torch.fx.Node, dims: list[int]) -> int:
+    """Element k along each flipped dim of size n is the input's n - 1 - k."""
+    sizes = _sizes(node)
+    coords = list(b.element_coords(sizes))
+    for d in {d % len(sizes) for d in dims}:
+        coords[d] = sizes[d] - 1 - coords[d]
+    return b.cast(b.gather(x, tuple(coords), None), _out_cdt(node), node)
+
+
 def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
     """start + i * step, in int64 (xindex is int32 unless the launch indexes past 2**31)."""
     (i,) = b.element_coords(_sizes(node))
@@ -227,4 +240,5 @@ _reg(aten.cat.default, _check_cat, _cat, (0,))
 _reg(aten.constant_pad_nd.default, _check_pad, _pad, (0,))
 _reg(aten.slice_scatter.default, _check_slice_scatter, _slice_scatter, (1,))
 _reg(aten.select_scatter.default, _check_select_scatter, _select_scatter, (1,))
+_reg(aten.flip.default, _check_flip, _flip, (0,))
 _reg(aten.arange.start_step, _check_arange, _arange, ())
