@@ -58,7 +58,7 @@ def placements(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch
     scattered = torch.slice_scatter(torch.zeros_like(joined), y, dim=1, start=1, end=1 + y.shape[1])
     strided = torch.slice_scatter(x, x[:, ::2] * 2, 1, 0, None, 2)  # every other column
     selected = torch.select_scatter(x, z, 0, -1)
-    return joined, padded, scattered, strided, selected
+    return joined, padded, scattered, strided, selected, x.flip(0, -1)
 
 
 def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:
