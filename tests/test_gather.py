@@ -148,8 +148,8 @@ def test_a_computed_scalar_position_is_stored_first(device: str) -> None:
 
 
 def test_training_gradients_through_lookups(device: str) -> None:
-    """The forward lookups are kernels; their backward (embedding_dense_backward,
-    scatter_add, index_put with accumulate) stays eager: gradients bitwise eager's."""
+    """The forward lookups are kernels (their backward scatters too: test_scatter.py);
+    gradients bitwise eager's (on a GPU the backward's atomic adds may round otherwise)."""
     def fn(w, x, i, g):
         return (F.embedding(i, w) * 3).sum() + torch.gather(x, 1, g).square().sum() + x[i[0]].sum()
 
@@ -163,7 +163,10 @@ def test_training_gradients_through_lookups(device: str) -> None:
             grads = w.grad, x.grad
             w.grad = x.grad = None
             fn(w, x, i, g).backward()
-            assert_bitwise(grads, (w.grad, x.grad))
+            if device == "cpu":
+                assert_bitwise(grads, (w.grad, x.grad))
+            else:
+                torch.testing.assert_close(grads, (w.grad, x.grad))
     assert xpu_lite.counters.graphs_compiled == 2
     forward = next(r for r in reports if r.kind == "forward")
     assert LOWERED - {"aten.index_select.default"} <= {d.op for d in forward.decisions if d.kind is DecisionKind.KERNEL}

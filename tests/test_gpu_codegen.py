@@ -10,6 +10,8 @@ wheel, so xpu sources (the same text as cuda's) are checked through cuda only.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -125,6 +127,26 @@ def test_indirect_load_kernels_compile_with_their_bounds_assert(captured) -> Non
         jit = triton.jit(runtime.kernel_function(name, source))
         ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), checks_bounds=True).asm["ptx"]
         assert "__assertfail" in ptx, f"{name}: the bounds assert was compiled out"
+
+
+def test_scatter_kernels_compile_with_their_atomics_and_bounds_assert(captured) -> None:
+    """index_put (accumulate or not, a None dim), scatter (src, value) and scatter_add, in
+    float32 and float16 (tl.atomic_add of halves), int32 and int64 indexing."""
+    from .test_scatter import _inputs, scatters
+
+    _run(scatters, *_inputs(7, "cpu"))
+    _run(lambda x, i, v: x.index_put([i], v, accumulate=True), torch.randn(5, 3).half(), torch.tensor([0, 0]),
+         torch.randn(2, 3).half())
+    scattering = [k for k in captured if any(s.bounds for s in k.stores)]
+    assert len(scattering) == 7, [k.nodes for k in captured]
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+    for kernel in scattering:
+        (name, source), = kernel_sources(kernel, "gpu").items()
+        jit = triton.jit(runtime.kernel_function(name, source))
+        ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), checks_bounds=True).asm["ptx"]
+        assert "__assertfail" in ptx, f"{name}: the bounds assert was compiled out"
+        if any(s.accumulate for s in kernel.stores):
+            assert re.search(r"\b(atom|red)\.", ptx), f"{name}: no atomic add in the PTX"
 
 
 @pytest.mark.parametrize("case", list(CASES))

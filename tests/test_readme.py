@@ -48,7 +48,7 @@ def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
 def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
                "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
-               "F.embedding(i, w) * 2.0"]
+               "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()"]
     assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
     for marker in covered:
         block(marker)
@@ -112,6 +112,11 @@ def test_lookups_example(capsys: pytest.CaptureFixture[str]) -> None:
     printed = capsys.readouterr().out.strip()
     claimed = re.search(r"print\(e\)  # (.*)", block("F.embedding(i, w) * 2.0")).group(1)
     assert printed == claimed
+
+
+def test_scatters_example() -> None:
+    ns = run(block("F.embedding(i, w).sum()"))  # its asserts: bitwise eager gradients, a kernel
+    assert xpu_lite.counters.fallback_nodes == 0
 
 
 def test_what_was_compiled_example(capsys: pytest.CaptureFixture[str]) -> None:

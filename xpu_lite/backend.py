@@ -143,6 +143,9 @@ def compile_kernels(
         label = f"{kernel.name} ({len(group.members)} nodes)"
         if kernel.is_reduction:
             label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type)})"
+        elif group.into is not None:
+            adds = "adds" if any(store.accumulate for store in kernel.stores) else "stores"
+            label = f"{kernel.name} ({adds} at loaded positions into {group.into.name}'s buffer)"
         elif kernel.tile is not None:
             label = f"{kernel.name} ({len(group.members)} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"
         for node in group.members:

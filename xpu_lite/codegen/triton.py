@@ -186,21 +186,28 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
         for i, value in enumerate(kernel.values):
             if i in used:
                 if isinstance(value, ir.Load) and value.bounds:
-                    out.lines(bounds_check(kernel, i, value))
+                    out.lines(bounds_check(kernel, f"tmp{i}", value.bounds, value.message, _live(value)))
                 out.line(f"tmp{i} = {_value(value, table, lanes, i)}", comment(value))
-        for store in kernel.stores:
+        for k, store in enumerate(kernel.stores):
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
             # a 0-dim result (a constant) is written once, by lane 0 (a tiled kernel stores none)
-            mask = "xmask" if ir.XINDEX in store.index.free_symbols else "xmask & (xindex == 0)"
+            mask = "xmask" if ir.XINDEX in store.index.free_symbols or store.bounds else "xmask & (xindex == 0)"
+            if store.bounds:  # a scatter: lanes whose position is out of range store nothing
+                out.lines(bounds_check(kernel, f"store{k}", store.bounds, store.message, mask))
+                mask += f" & store{k}_ok"
             value = stored_value(f"tmp{store.value}", buf.dtype, target)
-            out.line(f"tl.store({store.buffer} + ({lane_index(store.index, lanes)}), {value}, mask={mask})")
+            pointer = f"{store.buffer} + ({lane_index(store.index, lanes)})"
+            if store.accumulate:  # sem="relaxed": only the sum matters, not the order of the adds
+                out.line(f"tl.atomic_add({pointer}, {value}, mask={mask}, sem='relaxed')")
+            else:
+                out.line(f"tl.store({pointer}, {value}, mask={mask})")
     return out.text()
 
 
 def used_values(kernel: ir.Kernel) -> set[int]:
     """Values some store depends on (a full_like's input, say, is never read)."""
     used: set[int] = set()
-    stack = [store.value for store in kernel.stores]
+    stack = [store.value for store in kernel.stores] + [j for store in kernel.stores for j, _ in store.bounds]
     while stack:
         i = stack.pop()
         if i not in used:
@@ -216,13 +223,14 @@ def used_values(kernel: ir.Kernel) -> set[int]:
     return used
 
 
-def bounds_check(kernel: ir.Kernel, i: int, load: ir.Load) -> list[str]:
-    """An indirect load's check: `tmp<i>_ok` (every position in range) and an assert over
-    the live lanes. Triton compiles the assert only with its debug option, which the
-    wrapper passes to a kernel that checks bounds (the interpreter: runtime.py)."""
-    ok = " & ".join(f"(tmp{j} >= 0) & (tmp{j} < {pexpr(size)})" for j, size in load.bounds)
-    message = f"{load.message} (xpu_lite {kernel.name})"
-    return [f"tmp{i}_ok = {ok}", f"tl.device_assert(tmp{i}_ok | (({_live(load)}) == 0), {message!r})"]
+def bounds_check(kernel: ir.Kernel, name: str, bounds: tuple[tuple[int, sympy.Expr], ...], message: str,
+                 live: str) -> list[str]:
+    """An indirect load's or store's check: `<name>_ok` (every position in range) and an
+    assert over the `live` lanes. Triton compiles the assert only with its debug option,
+    which the wrapper passes to a kernel that checks bounds (the interpreter: runtime.py)."""
+    ok = " & ".join(f"(tmp{j} >= 0) & (tmp{j} < {pexpr(size)})" for j, size in bounds)
+    message = f"{message} (xpu_lite {kernel.name})"
+    return [f"{name}_ok = {ok}", f"tl.device_assert({name}_ok | (({live}) == 0), {message!r})"]
 
 
 def _live(load: ir.Load) -> str:

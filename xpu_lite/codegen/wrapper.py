@@ -141,7 +141,8 @@ class _WrapperBuilder:
                     if missing:
                         raise LoweringError(group.kernel.name, node.name, f"size symbols {sorted(map(str, missing))} are not available in the wrapper")
                     producers = {self.bindings[s].producer for s in symbols}
-                    self.deps[node] = sorted({*group.external, *producers}, key=self.position.__getitem__)
+                    into = [] if group.into is None else [group.into]
+                    self.deps[node] = sorted({*group.external, *into, *producers}, key=self.position.__getitem__)
                 else:
                     self.deps[node] = [group.members[0]]
             else:
@@ -286,6 +287,9 @@ class _WrapperBuilder:
         label = f"{kernel.name}: {', '.join(kernel.nodes)}"
         for node, buf in zip(group.stored, kernel.outputs):
             val = node.meta["val"]
+            if group.into is not None:  # a scatter: its input's buffer, which nothing reads again
+                body.line(f"{self.names[node]} = {self.names[group.into]}", f"{node.name} (stored into in place by {kernel.name})")
+                continue
             sizes = self._src(tuple(buf.sizes))
             strides = self._src(tuple(buf.strides))
             body.line(

@@ -9,7 +9,8 @@ values, one per element), and consumers of the reduced rows ("row" values: S wit
 as 1 or squeezed) or of size S (the row broadcast back over D) join it. A group loads what
 it reads from outside, computes its nodes in registers, and stores only the values
 something outside the group reads, at the strides eager would give them
-(kernel_builder.py builds each group's kernel).
+(kernel_builder.py builds each group's kernel). A scatter node (index_put, scatter) is a
+group of its own that stores into its input's buffer (scatter.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .._torch_compat import provably_positive
 from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, Space, build_group, sizes_of, view_root
 from .registry import LOWERINGS
+from .scatter import build_scatter, own_buffers
 
 aten = torch.ops.aten
 
@@ -32,6 +34,7 @@ aten = torch.ops.aten
 class _Run:
     space: Space
     members: list[torch.fx.Node]
+    scatter: bool = False  # one scatter node: its own kernel, storing into its input's buffer
 
 
 def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group]:
@@ -52,9 +55,9 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current.members.append(node)
         waiting.clear()
 
+    moved = own_buffers(gm, decisions)  # scatters write a buffer of their own (clones inserted)
     nodes = list(gm.graph.nodes)  # the loop moves nodes: walk a copy
     position: dict[torch.fx.Node, float] = {node: i for i, node in enumerate(nodes)}
-    moved = False
     for node in nodes:
         decision = decisions.get(node.name)
         if is_view(node):
@@ -70,6 +73,11 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             elif node.op != "placeholder":
                 flush()
                 current = None
+            continue
+        if (scattered := LOWERINGS.scatter_space(node)) is not None:
+            flush()  # ends the run: what reads its result reads it from memory, after its stores
+            current = None
+            runs.append(_Run(Space(scattered), [node], scatter=True))
             continue
         if _is_constant(node) and current is not None and not waiting:
             current.members.append(node)  # a 0-dim constant (scalar_tensor, full([])): computed inline
@@ -98,8 +106,9 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
     flush()
     if moved:
         gm.recompile()  # nodes moved: gm's own code follows the graph's new order
-    runs = [part for run in runs for part in _stored_scalars_apart(run)]
-    return [build_group(f"kernel_{i}", run.members, run.space, is_view) for i, run in enumerate(runs)]
+    runs = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
+    return [build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
+            build_group(f"kernel_{i}", run.members, run.space, is_view) for i, run in enumerate(runs)]
 
 
 def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float]) -> bool:

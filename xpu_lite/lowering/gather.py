@@ -103,11 +103,29 @@ def _index(b: Any, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any]) ->
     """x[..., i, j, ...]: the index tensors broadcast together, their dims in place of the
     dims they index when those are adjacent, else first (numpy's rule, as eager); a
     negative position counts from the end."""
-    out, sizes = _sizes(node), _sizes(x)
+    at = index_positions(b, node, x, indices, b.element_coords(_sizes(node)))
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    return b.cast(b.gather_at(x, at, _message(node, dims)), _out_cdt(node), node)
+
+
+def indexed_shape(x: torch.fx.Node, indices: list[Any]) -> tuple[sympy.Expr, ...]:
+    """The shape of x[indices] (index tensors and None for a whole dim)."""
+    sizes = _sizes(x)
     dims = [d for d, t in enumerate(indices) if t is not None]
     shape = _broadcast([_sizes(indices[d]) for d in dims])
+    rest = [s for d, s in enumerate(sizes) if d not in dims]
     k = dims[0] if dims == list(range(dims[0], dims[-1] + 1)) else 0  # where the broadcast dims go
-    coords = b.element_coords(out)
+    return (*rest[:k], *shape, *rest[k:])
+
+
+def index_positions(b: Any, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any],
+                    coords: tuple[sympy.Expr, ...]) -> tuple[Any, ...]:
+    """The position in x of the element at `coords` of x[indices]: a coordinate for each
+    dim no tensor indexes, an int64 value (loaded, negatives wrapped) for each it does."""
+    sizes = _sizes(x)
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    shape = _broadcast([_sizes(indices[d]) for d in dims])
+    k = dims[0] if dims == list(range(dims[0], dims[-1] + 1)) else 0
     at_index = coords[k:k + len(shape)]
     rest = iter(coords[:k] + coords[k + len(shape):])  # the dims no tensor indexes, in order
     at: list[Any] = []
@@ -123,7 +141,7 @@ def _index(b: Any, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any]) ->
         negative = b.compute("lt", (position, b.constant(0, torch.int64)), node, torch.bool)
         wrapped = b.compute("add", (position, b.index_value(sizes[d])), node, torch.int64)
         at.append(b.compute("where", (negative, wrapped, position), node, torch.int64))
-    return b.cast(b.gather_at(x, tuple(at), _message(node, dims)), _out_cdt(node), node)
+    return tuple(at)
 
 
 def _broadcast(shapes: list[tuple[sympy.Expr, ...]]) -> tuple[sympy.Expr, ...]:

@@ -8,7 +8,9 @@ Each Load reads a buffer at an index expression of xindex, rindex and the size s
 (where a bool value says so, for ops that read inputs at positions of their own: cat, pad;
 and at positions loaded from another tensor, an indirect load: embedding, gather);
 Compute and Reduce nodes form an SSA list; each Store writes one value to an output
-buffer. Built by kernel_builder.py (groups from fusion.py), printed by codegen/, checked by verify() at the stage boundary.
+buffer (a scatter's writes or adds it at positions loaded from another tensor). Built by
+kernel_builder.py (groups from fusion.py; scatters: scatter.py), printed by codegen/,
+checked by verify() at the stage boundary.
 """
 from __future__ import annotations
 
@@ -119,6 +121,11 @@ class Store:
     buffer: str
     index: sympy.Expr
     value: int  # index into Kernel.values
+    # an indirect store (a scatter): as Load.bounds, the positions come from integer values,
+    # asserted in range; lanes out of range store nothing
+    bounds: tuple[tuple[int, sympy.Expr], ...] = ()
+    message: str = ""
+    accumulate: bool = False  # add the value to the element (an atomic add) instead of writing it
 
 
 Value = Load | Constant | SymValue | Compute | Reduce
@@ -158,10 +165,11 @@ class Kernel:
     @property
     def checks_bounds(self) -> bool:
         """Whether the kernel asserts (an indirect load): compiled with Triton's debug on."""
-        return any(isinstance(v, Load) and v.bounds for v in self.values)
+        return any(isinstance(v, Load) and v.bounds for v in self.values) or any(s.bounds for s in self.stores)
 
     def value_symbols(self) -> frozenset[sympy.Symbol]:
-        return frozenset(value_symbol(i) for v in self.values if isinstance(v, Load) for i, _ in v.bounds)
+        bounded = [*(v for v in self.values if isinstance(v, Load)), *self.stores]
+        return frozenset(value_symbol(i) for v in bounded for i, _ in v.bounds)
 
     @property
     def size_symbols(self) -> tuple[sympy.Symbol, ...]:
@@ -177,7 +185,7 @@ class Kernel:
         """The expressions printed inside the kernel (the numels are arguments)."""
         return [*(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores),
                 *(v.expr for v in self.values if isinstance(v, SymValue)),
-                *(size for v in self.values if isinstance(v, Load) for _, size in v.bounds)]
+                *(size for v in (*self.values, *self.stores) if isinstance(v, (Load, Store)) for _, size in v.bounds)]
 
 
 class IRError(RuntimeError):
@@ -220,13 +228,15 @@ def lift_sizes(kernel: Kernel) -> Kernel:
         else dataclasses.replace(v, expr=sub(v.expr)) if isinstance(v, SymValue) else v
         for v in kernel.values
     )
-    stores = tuple(dataclasses.replace(s, index=sub(s.index)) for s in kernel.stores)
+    stores = tuple(dataclasses.replace(s, index=sub(s.index), bounds=tuple((i, sub(size)) for i, size in s.bounds))
+                   for s in kernel.stores)
     return dataclasses.replace(kernel, values=values, stores=stores, lifted=tuple((s, e) for e, s in lifted.items()))
 
 
 def verify(kernel: Kernel) -> Kernel:
     """Cheap structural checks; names the node, op and dtype that break them."""
     buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
+    every_value = {value_symbol(j) for j in range(len(kernel.values))}
     for buf in (*kernel.inputs, *kernel.outputs):
         if buf.dtype not in STORAGE_DTYPES:
             raise IRError(f"{kernel.name}: buffer {buf.name} has unsupported dtype {buf.dtype}")
@@ -245,7 +255,7 @@ def verify(kernel: Kernel) -> Kernel:
                     not 0 <= j < i or kernel.values[j].dtype not in (torch.int32, torch.int64) for j, _ in value.bounds)):
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} at positions that are not earlier integer "
                               "values of an untiled pointwise kernel")
-            if value.index.free_symbols & (kernel.value_symbols() - indirect):
+            if value.index.free_symbols & (every_value - indirect):
                 raise IRError(f"{kernel.name}: value {i} indexes with a value it does not bound: {value.index}")
         elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and (kernel.is_reduction or kernel.tile):
             raise IRError(f"{kernel.name}: value {i} computes a coordinate {value.expr} outside an untiled pointwise kernel")
@@ -262,6 +272,14 @@ def verify(kernel: Kernel) -> Kernel:
     for store in kernel.stores:
         if store.buffer not in buffers or not 0 <= store.value < len(kernel.values):
             raise IRError(f"{kernel.name}: bad store to {store.buffer!r}")
+        if store.bounds and (kernel.is_reduction or kernel.tile is not None or any(
+                not 0 <= j < len(kernel.values) or kernel.values[j].dtype not in (torch.int32, torch.int64) for j, _ in store.bounds)):
+            raise IRError(f"{kernel.name}: a store to {store.buffer!r} at positions that are not integer values of an "
+                          "untiled pointwise kernel")
+        if store.index.free_symbols & (every_value - {value_symbol(j) for j, _ in store.bounds}):
+            raise IRError(f"{kernel.name}: a store to {store.buffer!r} indexes with a value it does not bound: {store.index}")
+        if store.accumulate and not store.bounds:
+            raise IRError(f"{kernel.name}: an accumulating store to {store.buffer!r} at its own positions (a scatter's only)")
     if not kernel.stores:
         raise IRError(f"{kernel.name}: stores nothing")
     if kernel.tile is not None and kernel.is_reduction:

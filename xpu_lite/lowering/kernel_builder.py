@@ -23,6 +23,9 @@ class Group:
     members: tuple[torch.fx.Node, ...]
     stored: tuple[torch.fx.Node, ...]  # members read outside the group, in kernel.outputs order
     external: tuple[torch.fx.Node, ...]  # tensors loaded, in kernel.inputs order
+    # a scatter's group: the node whose buffer the kernel updates in place (no allocation; the
+    # stored node is that buffer afterwards, and nothing else reads it: scatter.own_buffers)
+    into: torch.fx.Node | None = None
 
 
 @dataclasses.dataclass(frozen=True)

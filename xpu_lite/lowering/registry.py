@@ -1,9 +1,11 @@
 """The one registry of Triton lowerings: op -> (checker, rule).
 
-A checker is a pure function of the node's fake-tensor metadata: None where the rule takes
-the node, else why not (explain() prints it). The partitioner calls checkers only, fusion
-calls rules only. The rules live in pointwise.py, indexing.py and reduction.py (imported by the
-lowering package, so the registry is complete once `xpu_lite.lowering` is imported).
+A checker is a pure function of the node's fake-tensor metadata (and, for atomic adds, of
+torch.are_deterministic_algorithms_enabled(), which Dynamo guards): None where the rule
+takes the node, else why not (explain() prints it). The partitioner calls checkers only,
+fusion calls rules only. The rules live in pointwise.py, indexing.py, gather.py,
+scatter.py and reduction.py (imported by the lowering package, so the registry is
+complete once `xpu_lite.lowering` is imported).
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ class Lowering:
     gathers: tuple[int, ...] = ()
     # the rule reads the element's coordinates (cat, pad, arange): untiled pointwise kernels only
     coordinates: bool = False
+    # scatters (index_put, scatter): node -> the shape of the elements it stores at loaded
+    # positions (the rule builds that kernel: scatter.py), None for other ops
+    scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None
 
 
 class LoweringRegistry:
@@ -42,11 +47,13 @@ class LoweringRegistry:
     def register(
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
         gathers: tuple[int, ...] = (), coordinates: bool = False,
+        scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
-                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers, coordinates or bool(gathers))
+                self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers,
+                                           coordinates or bool(gathers), scatter)
             return rule
 
         return wrap
@@ -58,6 +65,11 @@ class LoweringRegistry:
         """The dims of node.args[0] a reduction node reduces (sorted); None for other nodes."""
         entry = self._table.get(node.target)
         return None if entry is None or entry.reduces is None else entry.reduces(node)
+
+    def scatter_space(self, node: torch.fx.Node) -> tuple[Any, ...] | None:
+        """The shape of the elements a scatter node stores (see Lowering); None for others."""
+        entry = self._table.get(node.target)
+        return None if entry is None or entry.scatter is None else entry.scatter(node)
 
     def gathers(self, node: torch.fx.Node) -> tuple[int, ...]:
         """The argument positions whose tensors node's rule loads itself (see Lowering)."""

@@ -1,0 +1,213 @@
+"""Kernels for ops that write values at positions loaded from an index tensor: index_put
+(with and without accumulate), scatter (src and value) and scatter_add (lowering/
+scatter.py), the backward of embedding, gather, indexing and nll_loss. The result gets a
+buffer of its own (its input's where nothing else reads it, else a copy), then a kernel
+stores or atomically adds each value at its position. On cpu the interpreter adds in index
+order, so results are bitwise eager's, accumulation included; a position out of range
+raises xpu_lite.IndexOutOfRange as eager raises.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import sympy
+import torch
+import torch.nn.functional as F
+
+import xpu_lite
+from xpu_lite.lowering import DecisionKind, ir
+from xpu_lite.lowering.scatter import ATOMIC_DTYPES
+from xpu_lite.report import capture
+
+from .conftest import assert_bitwise
+from .test_kernels import _run_samples
+
+OPINFOS = {"index_put": "aten.index_put.default", "scatter": "aten.scatter.src",
+           "scatter_add": "aten.scatter_add.default"}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
+SCATTERS = {"aten.index_put.default", "aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default"}
+
+
+def _kernel_ops(reports) -> set[str]:
+    return {d.op for r in reports for d in r.decisions if d.kind is DecisionKind.KERNEL}
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_samples_are_bitwise_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == name and o.variant_test_name == "")
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    samples = [s for s in op.sample_inputs(device, dtype) if s.input.numel() <= 4096][:4]
+
+    def check(out, fn, sample):
+        expected = fn(sample.input, *sample.args)
+        if device != "cpu" and dtype.is_floating_point and name == "scatter_add":
+            torch.testing.assert_close(out, expected)  # a GPU's atomic adds run in any order
+        else:
+            assert_bitwise(out, expected)
+        assert out.stride() == expected.stride() or out.numel() <= 1
+
+    with capture() as reports:
+        _run_samples(op, samples, where, check)
+    rows = [d for r in reports for d in r.decisions if d.op == OPINFOS[name]]
+    if name == "scatter_add" and dtype not in ATOMIC_DTYPES:
+        assert rows and all("tl.atomic_add takes" in d.why() for d in rows), [d.why() for d in rows]
+    else:
+        assert any(d.kind is DecisionKind.KERNEL for d in rows), f"no sample of {name} was lowered to a kernel"
+
+
+def scatters(x, i, v, g, s):
+    return (x.index_put([i], v, accumulate=True) * 2,  # duplicate positions add in index order
+            x.index_put([i], v),  # duplicates: which wins is unspecified; here and in eager the last
+            (x + 1).scatter_add(1, g, s),  # writes into its input's own buffer: no copy
+            torch.scatter(x, 1, g, s),
+            torch.ops.aten.index_put(x, [None, i[:2]], s[:, :2]),  # x[:, i] = s
+            x.scatter(0, i[None, :3], -0.5))
+
+
+def _inputs(n: int, device: str):
+    i = torch.tensor([0, n - 1, 0, -1, 2, 0], device=device)  # repeats, a negative position
+    g = torch.randint(0, n + 1, (n, 3), device=device)
+    return (torch.randn(n, n + 1, device=device), i, torch.randn(6, n + 1, device=device), g,
+            torch.randn(n, 4, device=device))
+
+
+def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:
+    compiled = torch.compile(scatters, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (7, 4, 10):  # 7 first: no two sizes equal (Dynamo would assume they stay so)
+            args = _inputs(n, device)
+            expected, out = scatters(*args), compiled(*args)
+            if device == "cpu":
+                assert_bitwise(out, expected)
+            else:  # the adds of a GPU's atomics run in any order; stores are exact
+                torch.testing.assert_close(out[:1] + out[2:3], expected[:1] + expected[2:3])
+                assert_bitwise(out[1:2] + out[3:], expected[1:2] + expected[3:])
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    decisions = {d.node: d for d in reports[0].decisions}
+    assert SCATTERS <= {d.op for d in decisions.values() if d.kind is DecisionKind.KERNEL}
+    copies = [d for d in decisions.values() if "to scatter into" in d.note]
+    assert len(copies) == 5, "each scatter of the graph input x writes a copy of it; scatter_add writes x + 1's own buffer"
+    assert re.search(r"adds at loaded positions into add(_\d+)?'s buffer", decisions["scatter_add"].why())
+    assert "adds at loaded positions into clone" in decisions["index_put"].why()
+    sources = reports[0].kernels
+    assert sum("tl.atomic_add(" in s for s in sources) == 2 and sum("store0_ok" in s for s in sources) == 6
+    for source in sources:
+        assert not re.search(r"\b(10|12|27|30)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
+
+
+def test_inputs_are_never_written_and_other_readers_see_the_input(device: str) -> None:
+    def fn(x, i, v):
+        y = x.abs()  # exact: the copy the first scatter writes must not change what sum reads
+        return y.index_put([i], v), y.sum(0), x.index_put([i], v, accumulate=True)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    x, i, v = torch.randn(5, 3, device=device), torch.tensor([1, 3], device=device), torch.randn(2, 3, device=device)
+    before = x.clone()
+    out = compiled(x, i, v)
+    assert_bitwise(x, before)
+    expected = fn(x, i, v)
+    assert_bitwise(out[0], expected[0])
+    torch.testing.assert_close(out[1], expected[1])
+    assert_bitwise(out[2], expected[2])
+
+
+def test_training_gradients_through_scatters_are_kernels() -> None:
+    """embedding's backward (index_put with accumulate), gather's (scatter_add), indexing's
+    (index_put) and nll_loss's (scatter of a value) are kernels: gradients bitwise eager's
+    on cpu, where the interpreter adds in index order."""
+    def fn(w, x, i, g, t):
+        return ((F.embedding(i, w) * 3).sum() + torch.gather(x, 1, g).square().sum() + x[i[0]].sum()
+                + F.nll_loss(x, t))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 7):
+            w = torch.randn(n, 3, requires_grad=True)
+            x = torch.randn(n, 5, requires_grad=True)
+            i, g = torch.randint(0, n, (2, 3)), torch.randint(0, 5, (n, 2))
+            i[1, 2] = i[0, 1]  # a repeated row: its gradients add
+            t = torch.randint(0, 5, (n,))
+            compiled(w, x, i, g, t).backward()
+            grads = w.grad, x.grad
+            w.grad = x.grad = None
+            fn(w, x, i, g, t).backward()
+            assert_bitwise(grads, (w.grad, x.grad))
+    assert xpu_lite.counters.graphs_compiled == 2 and xpu_lite.counters.fallback_nodes == 0
+    backward = next(r for r in reports if r.kind == "backward")
+    assert {"aten.index_put.default", "aten.scatter.value"} <= _kernel_ops([backward])
+
+
+@pytest.mark.parametrize("bad", ["past the end", "negative"])
+def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
+    """On cpu only (a failed device assert ends a GPU context, as eager's own kernels do)."""
+    x, v = torch.randn(4, 3), torch.randn(2, 3)
+    i = torch.tensor([1, 4 if bad == "past the end" else -5])
+    g = torch.tensor([[0, 3 if bad == "past the end" else -1]])
+    cases = [(lambda x, i, v: x.index_put([i], v, accumulate=True), (x, i, v)),
+             (lambda x, i, v: torch.ops.aten.index_put(x, [None, i], v.t()), (x.t(), i, v)),
+             (lambda x, g, v: x.scatter(1, g, v), (x, g, v)),
+             (lambda x, g, v: x.scatter_add(1, g, v), (x, g, v))]
+    for fn, args in cases:
+        with pytest.raises((IndexError, RuntimeError)) as eager:
+            fn(*args)
+        torch._dynamo.reset()
+        with pytest.raises(xpu_lite.IndexOutOfRange, match=r"index out of range for dimension \d of the input") as ours:
+            torch.compile(fn, backend="xpu_lite", dynamic=True)(*args)
+        assert isinstance(ours.value, type(eager.value)), (eager.value, ours.value)
+
+
+def test_deterministic_algorithms_keep_float_adds_eager() -> None:
+    """A GPU's float atomic adds run in any order: with torch.use_deterministic_algorithms
+    the float accumulation is eager's (with the reason), integer adds stay kernels; Dynamo
+    guards on the setting, so turning it on recompiles."""
+    def fn(x, i, v, k):
+        return x.index_put([i], v, accumulate=True), k.index_put([i], k[:2] + 1, accumulate=True)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    x, i, v, k = torch.randn(5, 3), torch.tensor([1, 1]), torch.randn(2, 3), torch.arange(15).view(5, 3)
+    assert_bitwise(compiled(x, i, v, k), fn(x, i, v, k))
+    assert xpu_lite.counters.fallback_nodes == 0
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        with capture() as reports:
+            assert_bitwise(compiled(x, i, v, k), fn(x, i, v, k))
+    finally:
+        torch.use_deterministic_algorithms(was)
+    rows = [d for d in reports[0].decisions if d.op == "aten.index_put.default"]
+    assert [d.kind for d in rows] == [DecisionKind.FALLBACK, DecisionKind.KERNEL], [d.why() for d in rows]
+    assert "torch.use_deterministic_algorithms(True) is set" in rows[0].why()
+
+
+def test_what_is_not_lowered_says_why() -> None:
+    def fn(x, m, i, b):
+        return x.index_put([m], x.sum() * 2), b.index_put([i], b[:2], accumulate=True), x.double().index_put([i], x[:2].double())
+
+    args = torch.randn(4, 3), torch.tensor([True, False, True, False]), torch.tensor([0, 0]), torch.randn(4, 3).bfloat16()
+    report = xpu_lite.explain(fn, *args, dynamic=True)
+    reasons = [row[4] for row in report.rows() if row[2] == "aten.index_put.default"]
+    assert any("a boolean mask index" in why for why in reasons), reasons
+    assert any("adds bfloat16 values; tl.atomic_add takes float32, float16, int32, int64" in why for why in reasons), reasons
+    assert any("a float64 result" in why for why in reasons), reasons
+
+
+def test_indirect_stores_only_in_untiled_pointwise_kernels() -> None:
+    index = ir.Buffer("in_ptr0", torch.int64, (8,), (1,))
+    out = ir.Buffer("out_ptr0", torch.float32, (4,), (1,))
+    values = (ir.Load("in_ptr0", ir.XINDEX, torch.int64), ir.Constant(1.0, torch.float32))
+    store = ir.Store("out_ptr0", ir.value_symbol(0), 1, ((0, sympy.Integer(4)),), "index_put", accumulate=True)
+    kernel = ir.Kernel("kernel_0", sympy.Integer(8), (index,), (out,), values, (store,), ("index_put",))
+    assert ir.verify(kernel) is kernel and kernel.checks_bounds and kernel.size_symbols == ()
+    with pytest.raises(ir.IRError, match="at positions that are not integer values of an untiled pointwise kernel"):
+        ir.verify(dataclasses.replace(kernel, rnumel=sympy.Integer(2)))
+    with pytest.raises(ir.IRError, match="indexes with a value it does not bound"):
+        ir.verify(dataclasses.replace(kernel, stores=(dataclasses.replace(store, bounds=()),)))
+    with pytest.raises(ir.IRError, match="an accumulating store to 'out_ptr0' at its own positions"):
+        ir.verify(dataclasses.replace(kernel, stores=(ir.Store("out_ptr0", ir.XINDEX, 1, accumulate=True),)))

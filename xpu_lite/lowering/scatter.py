@@ -1,0 +1,202 @@
+"""Lowerings of ops that write values at positions loaded from an index tensor: index_put
+(`x[i] = v`, `x[i] += v`: the backward of embedding and of indexing), scatter and
+scatter_add (the backward of gather, nll_loss's).
+
+Such an op's result is its input with some elements replaced or added to. It gets a buffer
+it may write: its input's own where nothing else reads the input (a kernel's fresh result,
+such as the zeros a backward starts from), else a copy, a clone node inserted before it
+(own_buffers) that fuses with the input's producers. A kernel then walks the scattered
+elements (x[i]'s, or the index tensor's) and stores each at its position: an indirect
+store (ir.Store.bounds), asserted in range as eager raises. Stores move values without
+arithmetic: bitwise eager's. Adds (`accumulate`, scatter_add) are tl.atomic_add: under the
+interpreter in index order, bitwise eager's on cpu; on a GPU the adds to one element run
+in any order, so float sums may differ from eager's in the last bits and from run to run,
+and with torch.use_deterministic_algorithms(True) float adds stay eager. Where one
+position is written twice without accumulate, which value wins is unspecified, as in eager.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from . import ir
+from .decisions import Decision, DecisionKind
+from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
+from .indexing import _sizes
+from .kernel_builder import Group, KernelBuilder, Space, sizes_of, strides_of, view_root
+from .pointwise import ALL, FLOATS, _names, _scalar_ok, _tensor_rejection
+from .registry import LOWERINGS
+
+aten = torch.ops.aten
+
+# what tl.atomic_add adds, the interpreter's included (it has no bfloat16 one)
+ATOMIC_DTYPES = (torch.float32, torch.float16, torch.int32, torch.int64)
+
+
+# -- checkers ------------------------------------------------------------------------
+def _target_rejection(node: torch.fx.Node, x: Any) -> str | None:
+    val = node.meta.get("val")
+    if (why := _tensor_rejection(val, ALL, "result")) is not None:
+        return why
+    if val.dim() == 0:
+        return "a 0-dim result"
+    if node.kwargs:
+        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
+    if not isinstance(x, torch.fx.Node):
+        return "an input that is not a graph node"
+    return _tensor_rejection(x.meta.get("val"), ALL, "input")
+
+
+def _source_rejection(source: Any, dtype: torch.dtype, what: str) -> str | None:
+    if not isinstance(source, torch.fx.Node):
+        return f"{what} that are not a graph node"
+    if (why := _tensor_rejection(source.meta.get("val"), ALL, what)) is not None:
+        return why
+    return None if source.meta["val"].dtype == dtype else f"{what} of another dtype than the input"
+
+
+def _accumulate_rejection(dtype: torch.dtype) -> str | None:
+    if dtype not in ATOMIC_DTYPES:
+        return f"adds {str(dtype).removeprefix('torch.')} values; tl.atomic_add takes {_names(ATOMIC_DTYPES)} here"
+    if dtype in FLOATS and torch.are_deterministic_algorithms_enabled():
+        return ("adds floats with atomics, whose order varies on a GPU, and torch.use_deterministic_algorithms(True) "
+                "is set")
+    return None
+
+
+def _check_index_put(node: torch.fx.Node) -> str | None:
+    x, indices, values = node.args[:3]
+    accumulate = node.args[3] if len(node.args) > 3 else False
+    if (why := _target_rejection(node, x)) is not None:
+        return why
+    given = [i for i in indices if i is not None]
+    if not given:
+        return "no index tensor"
+    for index in given:
+        if isinstance(index, torch.fx.Node) and index.meta["val"].dtype in (torch.bool, torch.uint8):
+            return "a boolean mask index (its positions depend on the data)"
+        if (why := _index_rejection(index)) is not None:
+            return why
+    dtype = x.meta["val"].dtype
+    if (why := _source_rejection(values, dtype, "values")) is not None:
+        return why
+    if values.meta["val"].dim() > len(indexed_shape(x, indices)):
+        return "values with more dims than x[indices]"
+    if type(accumulate) is not bool:
+        return f"accumulate={accumulate!r} is not a bool"
+    return _accumulate_rejection(dtype) if accumulate else None
+
+
+def _check_scatter(node: torch.fx.Node) -> str | None:
+    x, dim, index, source = node.args[:4]
+    if (why := _target_rejection(node, x)) is not None:
+        return why
+    if type(dim) is not int:
+        return f"a symbolic dim ({dim})"
+    if (why := _index_rejection(index, (torch.int64,))) is not None:
+        return why
+    if index.meta["val"].dim() != x.meta["val"].dim():
+        return "an index of another rank than the input"
+    dtype = x.meta["val"].dtype
+    if node.target is aten.scatter.value:
+        return None if _scalar_ok(source) else f"a value {source!r} that is not a Python scalar"
+    if (why := _source_rejection(source, dtype, "src")) is not None:
+        return why
+    return _accumulate_rejection(dtype) if node.target is aten.scatter_add.default else None
+
+
+# -- rules: (position in the result, value, accumulate, what the assert says) ---------
+Scattered = tuple[tuple[Any, ...], int, bool, str]
+
+
+def _index_put(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any], values: torch.fx.Node,
+               accumulate: bool = False) -> Scattered:
+    """x[indices] = values (+= with accumulate): values broadcast to x[indices]'s shape."""
+    shape = indexed_shape(x, indices)
+    at = index_positions(b, node, x, indices, b.element_coords(shape))
+    value = b.load(values, shape, view_root(values, b.is_view))
+    return at, value, accumulate, _message(node, [d for d, t in enumerate(indices) if t is not None])
+
+
+def _scatter(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node, source: Any) -> Scattered:
+    """out[c with dim d replaced by index[c]] = src[c] (or the scalar value), for each
+    coordinate c of index; scatter_add adds."""
+    coords = b.element_coords(_sizes(index))
+    d = dim % len(coords)
+    if isinstance(source, torch.fx.Node):
+        value = b.gather(source, coords, None)  # src at index's coordinates (src may be larger)
+    else:  # eager converts the scalar to the result's dtype first: the constant is that value
+        dtype = node.meta["val"].dtype
+        exact = torch.tensor(source, dtype=dtype).to(ir.compute_dtype(dtype)).item()
+        value = b.compute("broadcast", (b.constant(exact, ir.compute_dtype(dtype)),), node, ir.compute_dtype(dtype))
+    at = coords[:d] + (_position(b, node, index, coords),) + coords[d + 1:]
+    return at, value, node.target is aten.scatter_add.default, _message(node, [d])
+
+
+def build_scatter(name: str, node: torch.fx.Node, is_view: Any) -> Group:
+    """The kernel storing a scatter node's values into its input's buffer (own_buffers made
+    it the node's own), which is the node's result afterwards."""
+    space = Space(LOWERINGS.scatter_space(node))
+    b = KernelBuilder(space, None, is_view, name)
+    at, value, accumulate, message = LOWERINGS.rule(node)(b, node, *node.args)
+    val = node.meta["val"]
+    out = ir.Buffer("out_ptr0", val.dtype, sizes_of(node), strides_of(val))
+    bounds = tuple((c, out.sizes[d]) for d, c in enumerate(at) if isinstance(c, int))
+    index = sum(((ir.value_symbol(c) if isinstance(c, int) else c) * st for c, st in zip(at, out.strides)), sympy.Integer(0))
+    kernel = ir.Kernel(
+        name, sympy.Mul(*space.sizes), tuple(b.inputs.values()), (out,), tuple(b.values),
+        (ir.Store(out.name, index, value, bounds, message, bool(accumulate)),), (node.name,),
+        lifted=tuple((s, e) for e, s in b.lifted.items()),
+    )
+    return Group(ir.verify(ir.lift_sizes(kernel)), (node,), (node,), tuple(b.inputs), into=node.args[0])
+
+
+def own_buffers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> bool:
+    """Give each scatter kernel node an input it may write in place: where anything else
+    reads the input (or it is a graph input, an eager result that may alias, a view), a
+    clone node inserted after the input (before the scatter for a graph input) makes the
+    copy it writes. Returns whether the
+    graph changed (the decisions then list the clones, in graph order)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        decision = decisions.get(node.name)
+        if decision is None or decision.kind is not DecisionKind.KERNEL or LOWERINGS.scatter_space(node) is None:
+            continue
+        x = node.args[0]
+        if _writable(x, node, decisions):
+            continue
+        # right after a computed input, so that the copy joins its kernel (no second read)
+        with gm.graph.inserting_before(node) if x.op == "placeholder" else gm.graph.inserting_after(x):
+            copy = gm.graph.call_function(aten.clone.default, (x,))
+        copy.meta["val"] = node.meta["val"]  # the copy has the result's layout
+        node.args = (copy, *node.args[1:])
+        decisions[copy.name] = Decision(copy.name, str(aten.clone.default), DecisionKind.KERNEL,
+                                        note=f"a copy of {x.name} for {node.name} to scatter into")
+        changed = True
+    if changed:
+        ordered = {n.name: decisions[n.name] for n in gm.graph.nodes if n.name in decisions}
+        decisions.clear()
+        decisions.update(ordered)
+    return changed
+
+
+def _writable(x: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
+    """Whether a scatter may write `x`'s buffer: a kernel result (fresh memory) with the
+    result's layout that only this scatter reads, and not as its index or values too."""
+    decision = decisions.get(x.name)
+    if x.op != "call_function" or decision is None or decision.kind is not DecisionKind.KERNEL:
+        return False
+    val = x.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.stride() != node.meta["val"].stride() or list(x.users) != [node]:
+        return False
+    others = [a for arg in node.args[1:] for a in (arg if isinstance(arg, (list, tuple)) else [arg])]
+    return x not in others
+
+
+LOWERINGS.register(aten.index_put.default, aten._unsafe_index_put.default, checker=_check_index_put,
+                   scatter=lambda node: indexed_shape(node.args[0], node.args[1]))(_index_put)
+LOWERINGS.register(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, checker=_check_scatter,
+                   scatter=lambda node: _sizes(node.args[2]))(_scatter)
