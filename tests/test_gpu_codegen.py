@@ -123,10 +123,16 @@ def test_indirect_load_kernels_compile_with_their_bounds_assert(captured) -> Non
     assert len(checking) == 7, [k.nodes for k in captured]
     _compile_for_cuda(captured, index_spans=(0, 2**31))
     for kernel in checking:
-        (name, source), = kernel_sources(kernel, "gpu").items()
-        jit = triton.jit(runtime.kernel_function(name, source))
-        ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), checks_bounds=True).asm["ptx"]
-        assert "__assertfail" in ptx, f"{name}: the bounds assert was compiled out"
+        _ptx_with_assert(kernel)
+
+
+def _ptx_with_assert(kernel) -> str:
+    """The PTX of a bounds-checking kernel, whose assert must survive compilation."""
+    (name, source), = kernel_sources(kernel, "gpu").items()
+    jit = triton.jit(runtime.kernel_function(name, source))
+    ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), checks_bounds=True).asm["ptx"]
+    assert "__assertfail" in ptx, f"{name}: the bounds assert was compiled out"
+    return ptx
 
 
 def test_scatter_kernels_compile_with_their_atomics_and_bounds_assert(captured) -> None:
@@ -141,12 +147,9 @@ def test_scatter_kernels_compile_with_their_atomics_and_bounds_assert(captured) 
     assert len(scattering) == 7, [k.nodes for k in captured]
     _compile_for_cuda(captured, index_spans=(0, 2**31))
     for kernel in scattering:
-        (name, source), = kernel_sources(kernel, "gpu").items()
-        jit = triton.jit(runtime.kernel_function(name, source))
-        ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), checks_bounds=True).asm["ptx"]
-        assert "__assertfail" in ptx, f"{name}: the bounds assert was compiled out"
+        ptx = _ptx_with_assert(kernel)
         if any(s.accumulate for s in kernel.stores):
-            assert re.search(r"\b(atom|red)\.", ptx), f"{name}: no atomic add in the PTX"
+            assert re.search(r"\b(atom|red)\.", ptx), f"{kernel.name}: no atomic add in the PTX"
 
 
 @pytest.mark.parametrize("case", list(CASES))
