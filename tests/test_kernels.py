@@ -233,6 +233,51 @@ def test_views_are_index_math(device: str) -> None:
     assert rows["permute"] == "view (folded into kernel loads)" and rows["select"] == "view"
 
 
+def _rotary_like(x, y, s):
+    c = (x.cos() * s).unsqueeze(1).transpose(1, 2)  # views of a node tensorify_python_scalars replaces
+    return y * c
+
+
+def test_views_of_a_node_a_graph_pass_replaced_are_still_views(device: str) -> None:
+    """A float argument under dynamic=True: AOTAutograd's tensorify_python_scalars replaces
+    `cos * s` by a new node after the views of it were traced; the views are traced again
+    (views.retrace_stale_views) and fold into the kernel's loads instead of running eagerly."""
+    compiled = torch.compile(_rotary_like, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7, 9):
+            x, y = torch.randn(n, 4, device=device), torch.randn(n, 4, 3, device=device)
+            _close(compiled(x, y, 0.5), _rotary_like(x, y, 0.5))
+    assert xpu_lite.counters.forward_graphs == 1
+    rows = {row[1]: row[3] for row in reports[0].rows() if row[2] in ("aten.unsqueeze.default", "aten.permute.default")}
+    assert rows == {"unsqueeze": "view (folded into kernel loads)", "permute": "view (folded into kernel loads)"}, rows
+    assert not [d for d in reports[0].fallbacks if d.reason.kind is FallbackKind.NO_LOWERING and "alias" in d.reason.detail]
+
+
+def _splits(x):
+    a, b, c = torch.split(x, [3, 4, 5], dim=-1)
+    p, q = x.unbind(1)
+    u, v = x.chunk(2, dim=-1)
+    return a * 2 + c[..., :3], p - q, u + v, b.sin()
+
+
+def test_splits_are_slices_folded_into_kernel_loads(device: str) -> None:
+    """split_with_sizes, unbind (split + squeeze) and chunk (split.Tensor): one slice per
+    output read, folded into the kernels' loads; none runs eagerly. Lite mode outside
+    regions keeps the splits."""
+    compiled = torch.compile(_splits, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 6, 9):
+            x = torch.randn(n, 2, 12, device=device)
+            for got, expected in zip(compiled(x), _splits(x), strict=True):
+                _close(got, expected)
+    assert xpu_lite.counters.forward_graphs == 1 and not reports[0].fallbacks, reports[0].fallbacks
+    views = {row[2] for row in reports[0].rows() if row[3] == "view (folded into kernel loads)"}
+    assert views == {"aten.slice.Tensor", "aten.squeeze.dims"}, views
+    lite = xpu_lite.explain(_splits, torch.randn(4, 2, 12, device=device), mode="lite")
+    splits = [d for d in lite.graphs[0].decisions if d.op in ("aten.split_with_sizes.default", "aten.split.Tensor", "aten.unbind.int")]
+    assert len(splits) == 3 and all(d.reason.kind is FallbackKind.OUTSIDE_REGION for d in splits), splits
+
+
 def test_contiguous_of_a_transpose_is_one_copy_kernel(device: str) -> None:
     fn = lambda x: x.t().contiguous()  # noqa: E731
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)

@@ -31,6 +31,7 @@ __all__ = [
     "current_annotation",
     "below_autograd",
     "enable_python_dispatcher",
+    "fake_mode_of",
     "free_unbacked_symbols",
     "override_cia_kernels",
     "override_autograd_kernel",
@@ -400,6 +401,11 @@ def _body_or_ref(original: Callable[..., Any], ref: Callable[..., Any]) -> Calla
             return ref(*args, **kwargs)
 
     return body_or_ref
+
+
+def fake_mode_of(tensor: torch.Tensor) -> Any:
+    """The FakeTensorMode a traced value belongs to (None for a real tensor)."""
+    return getattr(tensor, "fake_mode", None)
 
 
 def fake_tensor_device(example_inputs: Iterable[Any]) -> str:

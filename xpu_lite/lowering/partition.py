@@ -15,7 +15,7 @@ from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
-from .views import VIEW_OPS, view_rejection
+from .views import VIEW_OPS, retrace_stale_views, slices_for_splits, view_rejection
 
 aten = torch.ops.aten
 
@@ -45,6 +45,10 @@ def op_name(target: Any) -> str:
 
 
 def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str) -> dict[str, Decision]:
+    """Decide every node. First, selected splits become one slice per output and views whose
+    traced values went stale are traced again (views.py: both edit the graph)."""
+    slices_for_splits(gm, lambda node: node.target not in plan.kept and selected(node, plan.config))
+    retrace_stale_views(gm)
     return {
         node.name: decide(node, plan.config, plan.kept, device_type)
         for node in gm.graph.nodes
@@ -72,8 +76,7 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return fallback(FallbackKind.RANDOM_OP if is_random(target) else FallbackKind.KEPT_OP, kept[target])
     if is_random(target):
         return fallback(FallbackKind.RANDOM_OP, "random op: runs eagerly to keep the eager RNG stream")
-    selected = not config.lite or target in config.compile_ops or in_region_meta(node.meta)
-    if not selected:
+    if not selected(node, config):
         return fallback(FallbackKind.OUTSIDE_REGION, "lite mode: not in a compile region")
     if target in DATA_DEPENDENT_OPS:
         return fallback(FallbackKind.DATA_DEPENDENT, "result size or value depends on tensor data")
@@ -96,6 +99,11 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     if config.strict:
         raise LoweringError(op, name, f"strict=True and no Triton lowering accepts this node: {why}")
     return fallback(FallbackKind.NO_LOWERING, why)
+
+
+def selected(node: torch.fx.Node, config: LiteConfig) -> bool:
+    """Chosen for compilation: the default mode, a compile_ops op or a node in a region."""
+    return not config.lite or node.target in config.compile_ops or in_region_meta(node.meta)
 
 
 def _origin(node: torch.fx.Node) -> str:

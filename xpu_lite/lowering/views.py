@@ -4,15 +4,30 @@ A kernel that reads a view loads from the view's root buffer with the view's own
 strides and storage offset (which fake tensors give exactly). A view that something
 outside the kernels reads (a fallback, the graph output) runs as its eager alias op,
 which copies nothing either. Data-dependent views and as_strided fall back.
+
+A view's traced value can be stale: a graph pass that replaces a node (AOTAutograd's
+tensorify_python_scalars turns `cos * float` into a new `mul` node with a fresh fake
+tensor) leaves the views of it holding values traced from the old node, which alias
+nothing in the graph. `retrace_stale_views` traces such views again from their input's
+current value, so they are views again (llama's rotary `cos.unsqueeze(1)` was an eager
+call in every layer).
+
+Ops that return several views (`split_with_sizes`, `split.Tensor`; `unbind` and `chunk`
+decompose to them) become one `slice` per output read (`slices_for_splits`), which kernels
+fold into their loads like any other view (GPT-NeoX splits its fused qkv projection in
+every layer).
 """
 from __future__ import annotations
 
 from typing import Any
 
+import operator
+from collections.abc import Callable
+
 import torch
 import torch.fx
 
-from .._torch_compat import free_unbacked_symbols
+from .._torch_compat import fake_mode_of, free_unbacked_symbols, sym_expr
 
 aten = torch.ops.aten
 
@@ -42,6 +57,93 @@ def view_rejection(node: torch.fx.Node) -> str | None:
     if free_unbacked_symbols(val):
         return "a view whose sizes depend on tensor data"
     return None
+
+
+SPLIT_OPS: frozenset[Any] = frozenset({aten.split_with_sizes.default, aten.split.Tensor})
+
+
+def slices_for_splits(gm: torch.fx.GraphModule, selected: Callable[[torch.fx.Node], bool]) -> list[str]:
+    """Replace each selected split whose outputs are only read through `getitem` by one
+    view per output read, `slice(x, dim, start, start + size)`, with the getitem's traced
+    value. Splits with a size that is not a Python int stay as they are (their starts
+    would need size arithmetic). Returns the splits replaced."""
+    replaced = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in SPLIT_OPS or not selected(node):
+            continue
+        spans = _split_spans(node)
+        users = list(node.users)
+        if spans is None or not all(u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
+            continue
+        x, dim = node.args[0], _dim_arg(node)
+        for user in users:
+            start, end = spans[user.args[1]]
+            with gm.graph.inserting_before(user):
+                view = gm.graph.call_function(aten.slice.Tensor, (x, dim, start, end))
+            view.meta = {**node.meta, "val": user.meta["val"]}
+            user.replace_all_uses_with(view)
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+        replaced.append(node.name)
+    if replaced:
+        gm.recompile()
+    return replaced
+
+
+def _dim_arg(node: torch.fx.Node) -> Any:
+    return node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+
+
+def _split_spans(node: torch.fx.Node) -> list[tuple[int, int]] | None:
+    """(start, end) of each output along the split dim; None when a size is not a Python int."""
+    sizes = node.args[1]
+    if not isinstance(_dim_arg(node), int):
+        return None
+    if node.target is aten.split.Tensor:  # every chunk split_size long, the last one clamped by slice
+        if not isinstance(sizes, int) or sizes <= 0:
+            return None
+        outputs = len(node.meta["val"]) if isinstance(node.meta.get("val"), (list, tuple)) else 0
+        return [(i * sizes, (i + 1) * sizes) for i in range(outputs)]
+    if not isinstance(sizes, (list, tuple)) or not all(isinstance(n, int) for n in sizes):
+        return None
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [(start, start + n) for start, n in zip(starts, sizes)]
+
+
+def retrace_stale_views(gm: torch.fx.GraphModule) -> list[str]:
+    """Trace again, in graph order, each view op whose traced value does not alias its
+    input's, from the input's current value; the new value replaces node.meta["val"] when
+    it aliases the input and has the same dtype and sizes (the same expressions). Returns
+    the names of the views retraced. A reshape that copies stays as it is."""
+    retraced = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target not in VIEW_OPS or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        val, base = node.meta.get("val"), node.args[0].meta.get("val")
+        if not isinstance(val, torch.Tensor) or not isinstance(base, torch.Tensor) or _same_storage(val, base):
+            continue
+        fresh = _trace(node, base)
+        if fresh is not None and _same_storage(fresh, base) and fresh.dtype == val.dtype and _same_sizes(fresh, val):
+            node.meta["val"] = fresh
+            retraced.append(node.name)
+    return retraced
+
+
+def _trace(node: torch.fx.Node, base: torch.Tensor) -> torch.Tensor | None:
+    fake_mode = fake_mode_of(base)
+    if fake_mode is None:
+        return None
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
+    try:
+        with fake_mode:
+            result = node.target(*args, **kwargs)
+    except Exception:  # noqa: BLE001  (a view that does not trace again keeps its old value)
+        return None
+    return result if isinstance(result, torch.Tensor) else None
+
+
+def _same_sizes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.dim() == b.dim() and all(sym_expr(x) == sym_expr(y) for x, y in zip(a.shape, b.shape))
 
 
 def _same_storage(val: torch.Tensor, base: torch.Tensor) -> bool:
