@@ -1,5 +1,5 @@
 """Kernels for ops that place their inputs' elements at positions of their own: cat,
-constant_pad_nd (F.pad), slice_scatter, select_scatter, flip (lowering/indexing.py). They move
+constant_pad_nd (F.pad), slice_scatter, select_scatter, flip, repeat (lowering/indexing.py). They move
 values without arithmetic, so the compiled results are bitwise equal to eager's in every
 dtype, also in the default mode; one kernel serves every size.
 """
@@ -19,16 +19,27 @@ from xpu_lite.report import capture
 from .conftest import assert_bitwise
 from .test_kernels import _run_samples
 
-OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", ""), ("flip", "")]
+OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", ""), ("flip", ""),
+           ("repeat", "")]
 LOWERED = {"cat": "aten.cat.default", "nn.functional.pad": "aten.constant_pad_nd.default",
            "slice_scatter": "aten.slice_scatter.default", "select_scatter": "aten.select_scatter.default",
-           "flip": "aten.flip.default"}
+           "flip": "aten.flip.default", "repeat": "aten.repeat.default"}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
 
 
+def _tensors(sample) -> list[torch.Tensor]:
+    return list(sample.input) if isinstance(sample.input, (list, tuple)) else [sample.input]
+
+
 def _small(sample) -> bool:
-    tensors = sample.input if isinstance(sample.input, (list, tuple)) else [sample.input]
-    return sum(t.numel() for t in tensors) <= 16384
+    return sum(t.numel() for t in _tensors(sample)) <= 16384
+
+
+def _first_samples(samples: list) -> list:
+    """The first three, and the first three whose inputs all hold more than one element
+    (repeat's first samples are 0-dim and empty: not lowered, nothing to place)."""
+    chosen = samples[:3] + [s for s in samples if all(t.numel() > 1 for t in _tensors(s))][:3]
+    return list({id(s): s for s in chosen}.values())
 
 
 @pytest.mark.parametrize("where", ["default mode", "lite region"])
@@ -40,7 +51,7 @@ def test_opinfo_samples_are_bitwise_eager(device: str, name: str, variant: str, 
     op = next(o for o in op_db if o.name == name and o.variant_test_name == variant)
     if dtype not in op.supported_dtypes(device):
         pytest.skip(f"{name} does not support {dtype} in eager on {device}")
-    samples = [s for s in op.sample_inputs(device, dtype) if _small(s)][:3]
+    samples = _first_samples([s for s in op.sample_inputs(device, dtype) if _small(s)])
 
     def check(out, fn, sample):
         assert_bitwise(out, fn(sample.input, *sample.args))
@@ -58,7 +69,7 @@ def placements(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch
     scattered = torch.slice_scatter(torch.zeros_like(joined), y, dim=1, start=1, end=1 + y.shape[1])
     strided = torch.slice_scatter(x, x[:, ::2] * 2, 1, 0, None, 2)  # every other column
     selected = torch.select_scatter(x, z, 0, -1)
-    return joined, padded, scattered, strided, selected, x.flip(0, -1)
+    return joined, padded, scattered, strided, selected, x.flip(0, -1), x.repeat(2, 1, 3)
 
 
 def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:
@@ -122,6 +133,32 @@ def test_a_computed_scalar_they_place_is_stored_first(device: str) -> None:
         x, s = torch.randn(n, device=device), torch.tensor(0.3, device=device)
         torch.testing.assert_close(compiled(x, s), fn(x, s), rtol=1e-6, atol=0)
     assert xpu_lite.counters.fallback_nodes == 0
+
+
+def _setitems(x, y, v):
+    z = x.clone()
+    z[:, 1:] = y  # functionalized: copy(slice, y) then slice_scatter; y broadcast and cast
+    z[:, 0] = v  # a 0-dim value: copy then select_scatter
+    z[-1] = y[0]  # a 0-dim view broadcast along a row
+    return z
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+def test_setitem_copies_are_kernels(device: str, dtype: torch.dtype) -> None:
+    """`z[...] = y` functionalizes to aten.copy(view, y): a kernel storing y broadcast to the
+    view's shape and cast to its dtype (the view's old values are not read), bitwise equal
+    to eager in every dtype and for a float16 y into any dtype; one source for all sizes."""
+    compiled = torch.compile(_setitems, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 6, 9):
+            x = torch.randn(n, n, device=device).mul(50).to(dtype)
+            y = torch.randn(n - 1, device=device).mul(50).to(torch.float16)
+            v = torch.tensor(3.5, device=device).to(dtype)
+            assert_bitwise(compiled(x, y, v), _setitems(x, y, v))
+    assert xpu_lite.counters.forward_graphs == 1 and not reports[0].fallbacks, reports[0].fallbacks
+    copies = [d for d in reports[0].decisions if d.op == "aten.copy.default"]
+    assert len(copies) == 3 and all(d.kind is DecisionKind.KERNEL for d in copies), copies
+    assert len(reports[0].kernels) == len({d.kernel for d in reports[0].decisions if d.kernel})
 
 
 def test_training_gradients_pass_through_placing_kernels(device: str) -> None:

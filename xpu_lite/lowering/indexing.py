@@ -1,5 +1,5 @@
 """Lowerings of ops whose result reads its inputs at positions of its own: cat,
-constant_pad_nd, slice_scatter, select_scatter and flip; and arange, the coordinate itself.
+constant_pad_nd, slice_scatter, select_scatter, flip and repeat; and arange, the coordinate itself.
 
 Each element loads from the input that holds it, under a mask (a bool value of the
 element's coordinates, so no lane reads outside a tensor), and `where` picks it: values
@@ -95,6 +95,12 @@ def _check_select_scatter(node: torch.fx.Node) -> str | None:
 
 
 def _check_flip(node: torch.fx.Node) -> str | None:
+    return _rejection(node, [node.args[0]], {})
+
+
+def _check_repeat(node: torch.fx.Node) -> str | None:
+    if any(isinstance(s, int) and s == 0 for s in node.args[0].meta["val"].shape):
+        return "an empty input: nothing to repeat"
     return _rejection(node, [node.args[0]], {})
 
 
@@ -223,6 +229,15 @@ def _flip(b: Any, node: torch.fx.Node, x: torch.fx.Node, dims: list[int]) -> int
     return b.cast(b.gather(x, tuple(coords), None), _out_cdt(node), node)
 
 
+def _repeat(b: Any, node: torch.fx.Node, x: torch.fx.Node, repeats: list[Any]) -> int:
+    """Element k along a dim the input has n of is the input's k mod n (the input's dims
+    are the result's last ones)."""
+    sizes, in_sizes = _sizes(node), _sizes(x)
+    coords = b.element_coords(sizes)[len(sizes) - len(in_sizes):]
+    at = tuple(sympy.Integer(0) if n == 1 else ModularIndexing(c, 1, n) for c, n in zip(coords, in_sizes))
+    return b.cast(b.gather(x, at, None), _out_cdt(node), node)
+
+
 def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
     """start + i * step, in int64 (xindex is int32 unless the launch indexes past 2**31)."""
     (i,) = b.element_coords(_sizes(node))
@@ -241,4 +256,5 @@ _reg(aten.constant_pad_nd.default, _check_pad, _pad, (0,))
 _reg(aten.slice_scatter.default, _check_slice_scatter, _slice_scatter, (1,))
 _reg(aten.select_scatter.default, _check_select_scatter, _select_scatter, (1,))
 _reg(aten.flip.default, _check_flip, _flip, (0,))
+_reg(aten.repeat.default, _check_repeat, _repeat, (0,))
 _reg(aten.arange.start_step, _check_arange, _arange, ())

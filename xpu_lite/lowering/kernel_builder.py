@@ -286,9 +286,11 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
             continue
         at = space.sizes if LOWERINGS.reduced_dims(node) is not None else sizes_of(node)
         operands: list[Any] = []
-        gathers = LOWERINGS.gathers(node)
+        gathers, unread = LOWERINGS.gathers(node), LOWERINGS.unread(node)
         for position, arg in enumerate(node.args):
-            if position in gathers:
+            if position in unread:
+                operands.append(arg)  # the rule reads nothing of it
+            elif position in gathers:
                 if any(view_root(a, is_view) in member_set for a in LOWERINGS.gathered(node) if a in _nodes(arg)):
                     raise ir.IRError(f"{name}: {node.name} loads a value computed in the same kernel (fusion must store it)")
                 operands.append(arg)  # the rule loads it at positions it computes
@@ -331,8 +333,11 @@ def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.N
         return None
     reads = []
     for node in members:
+        unread = {node.args[i] for i in LOWERINGS.unread(node)}
         for arg in node.all_input_nodes:
             val = arg.meta.get("val")
+            if arg in unread:
+                continue
             if arg not in member_set and view_root(arg, is_view) not in member_set and isinstance(val, torch.Tensor):
                 reads.append((sizes_of(arg), strides_of(val)))
     writes = [(sizes_of(n), strides_of(n.meta["val"])) for n in stored]

@@ -179,6 +179,12 @@ def _convert(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
     return _arg(b, x, _out_cdt(node), node)
 
 
+def _copy(b: Any, node: torch.fx.Node, dst: Any, src: Any, *rest: Any) -> int:
+    """copy(dst, src) (functionalized `dst[...] = src`): src broadcast to dst's shape, cast to
+    its dtype, stored at dst's strides; dst's values are not read (registered unread)."""
+    return _arg(b, src, _out_cdt(node), node)
+
+
 def _where(b: Any, node: torch.fx.Node, cond: Any, x: Any, y: Any) -> int:
     cdt = _out_cdt(node)
     return b.compute("where", (_arg(b, cond, torch.bool, node), _arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
@@ -322,7 +328,7 @@ for _op in ["isnan", "isinf"]:
 _reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
 _reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
 _reg((aten.mul.Tensor, aten.mul.Scalar), checker(NUMERIC, ALL), _elementwise("mul", 2))
-_reg((aten.div.Tensor, aten.div.Scalar), checker(FLOATS, ALL), _elementwise("truediv", 2))
+_reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, ALL), _elementwise("truediv", 2))
 _reg((aten.div.Tensor_mode, aten.div.Scalar_mode), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
@@ -352,6 +358,7 @@ _reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torc
                                                   "memory_format": (torch.preserve_format, None)},
      extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
 _reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
+LOWERINGS.register(aten.copy.default, checker=checker(ALL, ALL, {"non_blocking": None}), unread=(0,))(_copy)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
 _LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]), "a fill value that is a kernel literal")
 _reg((aten.full.default,), checker(ALL, ALL, _SAME_DEVICE, extra=_LITERAL_FILL), _full)

@@ -29,6 +29,9 @@ class Lowering:
     gathers: tuple[int, ...] = ()
     # the rule reads the element's coordinates (cat, pad, arange): untiled pointwise kernels only
     coordinates: bool = False
+    # argument positions whose tensors the rule does not read (copy's destination: its
+    # shape, dtype and strides are the node's own): no load, the rule gets the node
+    unread: tuple[int, ...] = ()
     # scatters (index_put, scatter): node -> the shape of the elements it stores at loaded
     # positions (the rule builds that kernel: scatter.py), None for other ops
     scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None
@@ -46,14 +49,14 @@ class LoweringRegistry:
 
     def register(
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
-        gathers: tuple[int, ...] = (), coordinates: bool = False,
+        gathers: tuple[int, ...] = (), coordinates: bool = False, unread: tuple[int, ...] = (),
         scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
                 self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers,
-                                           coordinates or bool(gathers), scatter)
+                                           coordinates or bool(gathers), unread, scatter)
             return rule
 
         return wrap
@@ -75,6 +78,11 @@ class LoweringRegistry:
         """The argument positions whose tensors node's rule loads itself (see Lowering)."""
         entry = self._table.get(node.target)
         return () if entry is None else entry.gathers
+
+    def unread(self, node: torch.fx.Node) -> tuple[int, ...]:
+        """The argument positions whose tensors node's rule does not read (see Lowering)."""
+        entry = self._table.get(node.target)
+        return () if entry is None else entry.unread
 
     def reads_coordinates(self, node: torch.fx.Node) -> bool:
         """Whether node's rule reads the element's coordinates (see Lowering)."""
