@@ -151,7 +151,7 @@ def kernel_signature(kernel: ir.Kernel) -> dict[str, str]:
         numels, blocks = ["xnumel", "ynumel"], ["XBLOCK", "YBLOCK"]
     sig = {b.name: "*" + SIGNATURE_DTYPE[b.dtype] for b in (*kernel.inputs, *kernel.outputs)}
     sig.update({name: "i32" for name in numels})
-    sig.update({str(s): "i32" for s in kernel.size_symbols})
+    sig.update({str(s): "i32" if s.is_integer else "fp32" for s in kernel.size_symbols})  # fp32: a SymFloat operand
     sig.update({name: "constexpr" for name in [*blocks, "INDEX"]})
     return sig
 

@@ -300,9 +300,10 @@ class _WrapperBuilder:
         self.constants.setdefault("_index_type", index_type)
         self.constants.setdefault("_COUNTERS", COUNTERS)
         args = [self._on_device(n, group) for n in group.external] + [self.names[n] for n in group.stored]
-        args += [name for name, kind in kernel_signature(kernel).items() if kind == "i32"]  # xnumel, rnumel, symbols
+        args += [name for name, kind in kernel_signature(kernel).items() if kind in ("i32", "fp32")]  # numels, symbols
         for symbol, expr in kernel.lifted:
-            body.line(f"{symbol} = {pexpr(expr)}", f"{kernel.name}: a size the kernel cannot compute")
+            what = "a size the kernel cannot compute" if symbol.is_integer else "a SymFloat operand, a float32 argument"
+            body.line(f"{symbol} = {pexpr(expr)}", f"{kernel.name}: {what}")
         tile = kernel.tile
         if tile is None:
             body.line(f"xnumel = {pexpr(kernel.numel)}", kernel.name)

@@ -32,6 +32,10 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
     aten.native_layer_norm.default: "layer_norm: var_mean and the affine map fuse into one reduction kernel",
     aten.native_group_norm.default: "group_norm: var_mean over each group and the affine map fuse",
     aten.linalg_vector_norm.default: "vector_norm: abs, pow, sum and the root fuse into one reduction kernel",
+    aten._native_batch_norm_legit_no_training.default: "batch_norm (inference): the affine map of running stats fuses with its neighbours",
+    aten._native_batch_norm_legit_functional.default: "batch_norm (training): var_mean over all but the channel dim and the affine map fuse",
+    aten._native_batch_norm_legit.default: "batch_norm (training, no running stats): var_mean and the affine map fuse",
+    aten._native_batch_norm_legit.no_stats: "batch_norm (no running stats): var_mean and the affine map fuse",
 }
 
 

@@ -192,8 +192,11 @@ class IRError(RuntimeError):
     pass
 
 
-def lifted_symbol(kernel: str, i: int) -> sympy.Symbol:
-    return sympy.Symbol(f"{kernel}_size{i}", integer=True)
+def lifted_symbol(kernel: str, i: int, integer: bool = True) -> sympy.Symbol:
+    """An argument the wrapper computes: a size (an int), or a SymFloat operand (a float)."""
+    if integer:
+        return sympy.Symbol(f"{kernel}_size{i}", integer=True)
+    return sympy.Symbol(f"{kernel}_scalar{i}", real=True)
 
 
 def lift_sizes(kernel: Kernel) -> Kernel:

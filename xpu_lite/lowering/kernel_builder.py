@@ -251,7 +251,16 @@ class KernelBuilder:
         return self._add(ir.Constant(value, dtype))
 
     def sym(self, node: torch.fx.Node) -> int:
-        return self._add(ir.SymValue(sym_expr(node.meta["val"]), torch.int64))
+        """A SymInt operand, computed in the kernel from its size arguments; or a SymFloat
+        one (1 / numel, say), which the wrapper computes and passes as a float32 argument,
+        as eager casts a Python float operand to float32 before the op."""
+        val = node.meta["val"]
+        if isinstance(val, torch.SymFloat):
+            expr = sym_expr(val)
+            if expr not in self.lifted:
+                self.lifted[expr] = ir.lifted_symbol(self.name, len(self.lifted), integer=False)
+            return self._add(ir.SymValue(self.lifted[expr], torch.float32))
+        return self._add(ir.SymValue(sym_expr(val), torch.int64))
 
     def rnumel(self) -> int:
         """The number of reduced elements per row, as an int64 value."""
@@ -299,7 +308,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                     operands.append(ir.Ref(value_of[arg]))
                 elif view_root(arg, is_view) in member_set:  # a row value through a row view or expand: broadcasts
                     operands.append(ir.Ref(value_of[view_root(arg, is_view)]))
-                elif isinstance(arg.meta.get("val"), torch.SymInt):
+                elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
                     operands.append(ir.Ref(builder.sym(arg)))
                 else:
                     operands.append(ir.Ref(builder.load(arg, at, view_root(arg, is_view))))

@@ -5,8 +5,9 @@ Dtypes: float32, float16, bfloat16 (computed in fp32, rounded once on store), in
 and bool. Type promotion is torch's: the output dtype is read from the node's fake value
 and operands are cast to its compute dtype. Python int/float/bool scalars become
 constants (Dynamo specializes Python floats, so a literal costs no extra compile); SymInt
-scalars are computed in the kernel from its runtime size arguments. Anything else
-(SymFloat, float64, complex, ints beyond int64) falls back with "no lowering".
+scalars are computed in the kernel from its runtime size arguments, SymFloat ones (1 / numel
+in a norm's backward) by the wrapper, passed as a float32 argument. Anything else (float64,
+complex, ints beyond int64) falls back with "no lowering".
 """
 from __future__ import annotations
 
@@ -74,8 +75,8 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
         for arg in node.args:
             if isinstance(arg, torch.fx.Node):
                 arg_val = arg.meta.get("val")
-                if isinstance(arg_val, torch.SymInt):
-                    continue  # a size-valued scalar: computed in the kernel from its size arguments
+                if isinstance(arg_val, (torch.SymInt, torch.SymFloat)):
+                    continue  # a size-valued scalar: computed in the kernel or the wrapper (KernelBuilder.sym)
                 if (why := _tensor_rejection(arg_val, inputs, "input")) is not None:
                     return why
                 if arg_val.dim() > val.dim():
