@@ -277,3 +277,18 @@ def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(capture
     ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]
     assert "div.rn.f32" in ptx and "sqrt.rn.f32" in ptx
     assert "div.full.f32" not in ptx and "sqrt.approx" not in ptx
+
+
+def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -> None:
+    """Pooling windows (values and int64 indices), repeat, setitem's copy, and batch norm's
+    backward, whose SymFloat operand is an fp32 kernel argument."""
+    from .test_indexing import _setitems, placements
+    from .test_pooling import pools
+
+    _run(pools, torch.randn(2, 3, 7, 8).to(torch.bfloat16))
+    _run(placements, torch.randn(5, 6), torch.randn(5, 4), torch.randn(6))
+    _run(_setitems, torch.randn(4, 4), torch.randn(3).half(), torch.tensor(2.0))
+    bn = torch.nn.BatchNorm2d(3)
+    _run(bn, torch.randn(4, 3, 5, 5, requires_grad=True), backward=True)
+    assert any(kind == "fp32" for k in captured for kind in kernel_signature(k).values())
+    _compile_for_cuda(captured)

@@ -48,7 +48,7 @@ def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
 def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
                "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
-               "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()"]
+               "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()", "return_indices=True"]
     assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
     for marker in covered:
         block(marker)
@@ -104,6 +104,11 @@ def test_reduction_explain_example(capsys: pytest.CaptureFixture[str]) -> None:
 def test_placing_ops_example() -> None:
     ns = run(block("torch.cat([x, y], dim=-1).relu()"))  # its asserts: bitwise eager, cat in a kernel
     assert "torch.ops.aten." not in ns["sources"][0]  # the pad too: no eager call at all
+
+
+def test_pooling_example() -> None:
+    ns = run(block("return_indices=True"))  # its asserts: values, indices and averages bitwise eager's
+    assert "torch.ops.aten." not in ns["sources"][0] and xpu_lite.counters.fallback_nodes == 0
 
 
 def test_lookups_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,7 +50,10 @@ def view_root(node: torch.fx.Node, is_view: Any) -> torch.fx.Node:
 
 
 def sizes_of(node: torch.fx.Node) -> tuple[sympy.Expr, ...]:
-    return tuple(sym_expr(s) for s in node.meta["val"].shape)
+    val = node.meta["val"]
+    if isinstance(val, (tuple, list)):  # a pointwise op with several outputs of one shape (max_pool2d_with_indices)
+        val = val[0]
+    return tuple(sym_expr(s) for s in val.shape)
 
 
 def strides_of(val: torch.Tensor) -> tuple[sympy.Expr, ...]:
