@@ -416,10 +416,20 @@ def test_lite_training_of_a_composite_op_with_its_own_device_kernel(rms_norm_wit
     assert xpu_lite.counters.forward_graphs == (3 if uses_rstd else 1)
 
 
-def _norm_module(norm: str, device: str) -> torch.nn.Module:
+def _norm_module(norm: str, device: str, training: bool) -> torch.nn.Module:
+    """A 4-channel batch or instance norm with running stats, its parameters and stats
+    drawn away from their defaults (seeded)."""
+    torch.manual_seed(0)
     if norm == "batch_norm":
-        return torch.nn.BatchNorm2d(4).to(device)
-    return torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).to(device)
+        module = torch.nn.BatchNorm2d(4).to(device)
+    else:
+        module = torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).to(device)
+    with torch.no_grad():
+        module.weight.uniform_(0.5, 1.5)
+        module.bias.uniform_(-0.5, 0.5)
+        module.running_mean.uniform_(-0.5, 0.5)
+        module.running_var.uniform_(0.5, 1.5)
+    return module.train(training)
 
 
 def _step(module, x):
@@ -442,13 +452,7 @@ def test_lite_norms_with_running_stats_are_eager_norms(device, norm, training) -
     (on cpu too). On cuda eager's batch_norm runs cuDNN, which torch._decomp rewrites to
     native_batch_norm while tracing (1-2 ulps off in training on an H100); lite mode keeps
     cuDNN, and cuDNN's reserve space must not pin the batch size."""
-    torch.manual_seed(0)
-    eager = _norm_module(norm, device).train(training)
-    with torch.no_grad():
-        eager.weight.uniform_(0.5, 1.5)
-        eager.bias.uniform_(-0.5, 0.5)
-        eager.running_mean.uniform_(-0.5, 0.5)
-        eager.running_var.uniform_(0.5, 1.5)
+    eager = _norm_module(norm, device, training)
     lite = copy.deepcopy(eager)
     compiled = torch.compile(lite, backend="xpu_lite", mode="lite", dynamic=True)
     for n in (3, 5, 7):
