@@ -71,6 +71,24 @@ def test_windows_are_bitwise_eager_for_all_sizes(device: str, dtype: torch.dtype
     assert len(pooled) == 6 and all(d.kind is DecisionKind.KERNEL for d in pooled), pooled
 
 
+def pools_1d(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (F.avg_pool1d(x, 3, 2, 1), F.max_pool1d(x, 2), F.max_pool1d(x, 3, 1, 1, return_indices=True)[1],
+            F.avg_pool2d(x.unsqueeze(2), (1, 3), padding=(0, 1), count_include_pad=False))
+
+
+def test_one_dimensional_pools_have_a_length_one_dim(device: str) -> None:
+    """avg_pool1d and max_pool1d run the 2-D ops on an (N, C, 1, L) view: the taps of the
+    length-1 dim are known inside (or outside) when compiling, and no mask is a scalar.
+    (Dynamo specializes the length of 1-D pools, with any backend: a graph per length.)"""
+    compiled = torch.compile(pools_1d, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (8, 13):
+            x = torch.randn(2, 3, n, device=device)
+            assert_bitwise(compiled(x), pools_1d(x))
+    pooled = [d for r in reports for d in r.decisions if "pool" in d.op]
+    assert len(pooled) == 8 and all(d.kind is DecisionKind.KERNEL for d in pooled), pooled
+
+
 def test_backward_reads_the_kernels_indices(device: str) -> None:
     """The backward ops stay eager (max_pool2d_with_indices_backward reads the indices the
     kernel stored): gradients bitwise eager's."""

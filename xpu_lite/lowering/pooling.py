@@ -20,7 +20,9 @@ import sympy
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from .._torch_compat import sym_expr
+from . import ir
 from .pointwise import FLOATS, _out_cdt, _tensor_rejection
 from .registry import LOWERINGS
 
@@ -80,20 +82,38 @@ def _window(b: Any, node: torch.fx.Node, x: torch.fx.Node):
     lead, (oh, ow) = coords[:-2], coords[-2:]
     height, width = (sym_expr(s) for s in x.meta["val"].shape[-2:])
     h0, w0 = oh * sh - ph, ow * sw - pw
-    rows = [(h0 + i * dh, _inside(b, node, h0 + i * dh, height)) for i in range(kh)]
-    cols = [(w0 + j * dw, _inside(b, node, w0 + j * dw, width)) for j in range(kw)]
+    rows = [(h0 + i * dh, _inside(b, node, h0 + i * dh, height, out)) for i in range(kh)]
+    cols = [(w0 + j * dw, _inside(b, node, w0 + j * dw, width, out)) for j in range(kw)]
     taps = []
     for h, h_ok in rows:
         for w, w_ok in cols:
-            mask = b.compute("logical_and", (h_ok, w_ok), node, torch.bool)
+            if h_ok is False or w_ok is False:
+                continue  # never inside the input (a length-1 dim of avg_pool1d's, say)
+            conditions = [c for c in (h_ok, w_ok) if c is not None]
+            mask = None if not conditions else conditions[0] if len(conditions) == 1 else \
+                b.compute("logical_and", tuple(conditions), node, torch.bool)
             taps.append((lead + (h, w), mask, h, w))
     return taps, (h0, w0), (height, width)
 
 
-def _inside(b: Any, node: torch.fx.Node, expr: sympy.Expr, size: sympy.Expr) -> int:
-    ge = b.compute("ge", (b.index_value(expr), b.index_value(sympy.Integer(0))), node, torch.bool)
-    lt = b.compute("lt", (b.index_value(expr), b.index_value(size)), node, torch.bool)
-    return b.compute("logical_and", (ge, lt), node, torch.bool)
+def _inside(b: Any, node: torch.fx.Node, expr: sympy.Expr, size: sympy.Expr, fake: Any) -> int | bool | None:
+    """0 <= expr < size: None where the ShapeEnv proves it for every element, False where
+    it never holds, else a bool value (a block of lanes, also where it is the same for all)."""
+    conditions = []
+    for low, high, op in ((sympy.Integer(0), expr, "ge"), (expr, size, "lt")):
+        gap = high - low + (1 if op == "ge" else 0)  # at least 1 where the condition holds
+        if not gap.free_symbols & ir.INDEX_SYMBOLS and compat.provably_positive(gap, fake):
+            continue  # the ShapeEnv knows sizes, not coordinates
+        if gap.is_number:
+            return False
+        left, right = (expr, low) if op == "ge" else (expr, size)
+        conditions.append(b.compute(op, (b.index_value(left), b.index_value(right)), node, torch.bool))
+    if not conditions:
+        return None
+    mask = conditions[0] if len(conditions) == 1 else b.compute("logical_and", tuple(conditions), node, torch.bool)
+    if not expr.free_symbols & ir.INDEX_SYMBOLS:
+        mask = b.compute("broadcast", (mask,), node, torch.bool)  # a load's mask must be a block
+    return mask
 
 
 def _max_pool(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> tuple[int, int]:
@@ -106,10 +126,12 @@ def _max_pool(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> tupl
         first = b.compute("logical_not", (seen,), node, torch.bool)
         better = b.compute("logical_or", (b.compute("gt", (v, best), node, torch.bool),
                                           b.compute("isnan", (v,), node, torch.bool)), node, torch.bool)
-        take = b.compute("logical_and", (mask, b.compute("logical_or", (first, better), node, torch.bool)), node, torch.bool)
+        take = b.compute("logical_or", (first, better), node, torch.bool)
+        if mask is not None:
+            take = b.compute("logical_and", (mask, take), node, torch.bool)
         best = b.compute("where", (take, v, best), node, torch.float32)
         where = b.compute("where", (take, b.index_value(h * width + w), where), node, torch.int64)
-        seen = b.compute("logical_or", (seen, mask), node, torch.bool)
+        seen = b.constant(True, torch.bool) if mask is None else b.compute("logical_or", (seen, mask), node, torch.bool)
     return best, where  # float32, the compute dtype of every float result
 
 
