@@ -283,9 +283,10 @@ def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -
     """Pooling windows (values and int64 indices), repeat, setitem's copy, and batch norm's
     backward, whose SymFloat operand is an fp32 kernel argument."""
     from .test_indexing import _setitems, placements
-    from .test_pooling import pools
+    from .test_pooling import pools, pools_1d
 
     _run(pools, torch.randn(2, 3, 7, 8).to(torch.bfloat16))
+    _run(pools_1d, torch.randn(2, 3, 9))
     _run(placements, torch.randn(5, 6), torch.randn(5, 4), torch.randn(6))
     _run(_setitems, torch.randn(4, 4), torch.randn(3).half(), torch.tensor(2.0))
     bn = torch.nn.BatchNorm2d(3)

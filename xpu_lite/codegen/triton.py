@@ -40,6 +40,9 @@ def _gelu_tanh(tanh: str) -> str:
 # op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
 # targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
 # a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
+# integers have no NaN: their max/min need none of the float forms' checks
+INT_MATH = {"maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
+            "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})"}
 MATH: dict[str, str] = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
     "maximum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
@@ -278,6 +281,8 @@ def scalar_or_compute(value: ir.Value, args: list[str], table: dict[str, str], b
         return f"tl.full({block}, {args[0]}, {dt})"
     if value.op == "bitwise_not" and value.dtype is torch.bool:
         return f"({args[0]} == 0)"
+    if value.op in INT_MATH and value.dtype in (torch.int32, torch.int64):
+        return "(" + INT_MATH[value.op].format(*args) + ")"
     return "(" + table[value.op].format(*args, dt=dt) + ")"
 
 
