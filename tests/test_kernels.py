@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import xpu_lite
 import xpu_lite.backend
 import xpu_lite.codegen.wrapper
-from xpu_lite.lowering import FallbackKind, LoweringError
+from xpu_lite.lowering import DecisionKind, FallbackKind, LoweringError
 from xpu_lite.report import capture
 
 from .conftest import assert_bitwise
@@ -376,6 +376,28 @@ def test_a_returned_constant_is_written_once_inside_its_buffer(device: str) -> N
                 assert torch.equal(actual, expected)
     (source,) = reports[0].kernels
     assert "tl.store(out_ptr0 + (0 * xindex), tmp1.to(tl.float32), mask=xmask & (xindex == 0))" in source, source
+
+
+def test_tensor_literals_are_copied_by_kernels(device: str) -> None:
+    """`torch.tensor(...)` in a forward is a graph constant and its `lift_fresh_copy`: a
+    kernel copies it (a 0-dim one is computed inline where it is broadcast), and a returned
+    copy is a fresh tensor, so a caller writing into it does not change the constant."""
+    def fn(x):
+        scale, row = torch.tensor(-1.5, device=x.device), torch.tensor([1.0, 2.0, 3.0], device=x.device)
+        return x * row + scale, row
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (2, 5, 7):
+            x = torch.randn(n, 3, device=device)
+            actual, expected = compiled(x), fn(x)
+            for a, e in zip(actual, expected, strict=True):
+                assert_bitwise(a, e)
+            actual[1].zero_()  # the caller owns the returned copy
+    assert xpu_lite.counters.forward_graphs == 1
+    copies = [d for d in reports[0].decisions if d.op == "aten.lift_fresh_copy.default"]
+    assert len(copies) == 2 and all(d.kind is DecisionKind.KERNEL for d in copies), copies
+    assert not reports[0].fallbacks, reports[0].fallbacks
 
 
 def test_a_gradient_scale_is_computed_inline_where_it_is_broadcast(device: str) -> None:

@@ -176,7 +176,7 @@ def _clamp(names: tuple[str, str], defaults: tuple[Any, Any]) -> Rule:
 
 
 def _convert(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-    """convert_element_type / _to_copy / clone: the value itself (cast), stored at the node's strides."""
+    """convert_element_type / _to_copy / clone / lift_fresh_copy: the value itself (cast), stored at the node's strides."""
     return _arg(b, x, _out_cdt(node), node)
 
 
@@ -359,6 +359,7 @@ _reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torc
                                                   "memory_format": (torch.preserve_format, None)},
      extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
 _reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
+_reg((aten.lift_fresh_copy.default,), checker(ALL, ALL), _convert)  # a fresh copy of a graph constant
 LOWERINGS.register(aten.copy.default, checker=checker(ALL, ALL, {"non_blocking": None}), unread=(0,))(_copy)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
 _LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]), "a fill value that is a kernel literal")
