@@ -20,6 +20,7 @@ import xpu_lite
 import xpu_lite.backend
 from xpu_lite import runtime
 from xpu_lite.codegen.triton import kernel_signature, kernel_sources
+from xpu_lite.lowering import ir
 
 from .test_kernels import FLOAT_OPINFOS, INT_OPINFOS, _opinfo
 from .test_kernels import _samples as _pointwise_samples
@@ -158,6 +159,15 @@ def test_reduction_kernels_compile_for_cuda(case: str, captured) -> None:
     and int64 indexing."""
     _run(CASES[case], torch.randn(3, 36))
     assert any(k.is_reduction for k in captured)
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
+def test_scan_kernels_compile_for_cuda(captured) -> None:
+    """cumsum and cumprod (tl.cumsum/tl.cumprod, after a per-row carry when looped), fused
+    with a softmax, in float32, float16 (accumulated in float32), int64 and bool."""
+    x, m = torch.randn(4, 40), torch.randint(-5, 5, (4, 40))
+    _run(lambda x, m: ((x.cumsum(-1) * x.softmax(-1)).cumprod(-1), x.half().cumsum(0), m.cumsum(-1), (m > 0).cumprod(0)), x, m)
+    assert any(isinstance(v, ir.Scan) for k in captured for v in k.values)
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 

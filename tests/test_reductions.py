@@ -15,6 +15,8 @@ import torch.nn.functional as F
 import xpu_lite
 from xpu_lite.runtime import PERSISTENT_MAX
 
+from xpu_lite.report import capture
+
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _opinfo, _run_samples, _to
 
 LOOPED_ROW = PERSISTENT_MAX["cpu"] + 476  # > the largest block on every target: looped
@@ -24,7 +26,7 @@ REDUCTION_OPINFOS = [
     ("var", "unbiased"), ("std", ""), ("var_mean", ""), ("any", ""), ("all", ""), ("logsumexp", ""), ("softmax", ""),
     ("log_softmax", ""), ("nn.functional.layer_norm", ""), ("nn.functional.rms_norm", ""),
     ("nn.functional.group_norm", ""), ("nn.functional.cross_entropy", ""), ("nn.functional.nll_loss", ""),
-    ("nn.functional.batch_norm", ""), ("nn.functional.instance_norm", ""),
+    ("nn.functional.batch_norm", ""), ("nn.functional.instance_norm", ""), ("cumsum", ""), ("cumprod", ""),
 ]
 TOLERANCE = {"var": 1e-4, "std": 1e-4, "var_mean": 1e-4, "nn.functional.group_norm": 1e-4, "nn.functional.layer_norm": 1e-4,
              "nn.functional.batch_norm": 1e-4, "nn.functional.instance_norm": 1e-4}
@@ -237,6 +239,95 @@ def test_batch_norm_is_kernels_with_running_stats(device: str, norm: str, traini
     # the running stats written back into the buffers; every other op a kernel, also the
     # backward's `grad_sum * (1 / N)`, whose SymFloat the wrapper passes as a float32 argument
     assert eager_calls <= {"aten.copy_.default"}, eager_calls
+
+
+# -- scans ----------------------------------------------------------------------------------
+def _scan_bound(x64: torch.Tensor, dim: int, product: bool) -> torch.Tensor:
+    """How far a float32 running sum or product of k elements, in any order, can be from
+    the exact one: k rounding steps of the running sum of |x| (or of the running product),
+    plus the final rounding, with 1% to spare."""
+    dim = dim % x64.dim()
+    k = torch.arange(1, x64.shape[dim] + 1, dtype=torch.float64).view([-1 if d == dim else 1 for d in range(x64.dim())])
+    scale = x64.cumprod(dim).abs() if product else x64.abs().cumsum(dim)
+    return (k + 1) * 2.0**-24 * scale * 1.01
+
+
+@pytest.mark.parametrize("dim", [-1, 0], ids=["inner", "outer"])
+def test_scans_walk_rows_in_one_kernel_for_every_length(device: str, dim: int) -> None:
+    """cumsum and cumprod (and what feeds and reads them) are one kernel that walks each
+    row: whole, or in chunks after a per-row carry. Float results are within the rounding
+    bound of the exact (float64) scan; integer and bool inputs give int64 bitwise. One
+    compilation for every length, persistent and looped launches."""
+    def fn(x, p, m):
+        return ((x * 2).cumsum(dim).relu(), (p * 2).cumprod(dim), m.cumsum(dim), (x > 0).cumsum(dim),
+                m.cumsum(dim, dtype=torch.int64), torch.cumprod(m % 3 - 1, dim))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for length in (5, 37, LOOPED_ROW):
+        shape = (3, length) if dim == -1 else (length, 3)
+        x = torch.randn(shape, device=device)
+        p = 0.5 + 0.05 * torch.randn(shape, device=device)  # products near 1: neither 0 nor inf after LOOPED_ROW
+        m = torch.randint(-1000, 1000, shape, device=device, dtype=torch.int32)
+        out, eager = compiled(x, p, m), fn(x, p, m)
+        exact_sum, exact_prod = (x.double() * 2).cumsum(dim), (p.double() * 2).cumprod(dim)
+        assert (out[0].double() - exact_sum.relu()).abs().le(_scan_bound(x.double() * 2, dim, False)).all()
+        assert (out[1].double() - exact_prod).abs().le(_scan_bound(p.double() * 2, dim, True)).all()
+        for actual, expected in zip(out[2:], eager[2:], strict=True):
+            assert actual.dtype == expected.dtype == torch.int64 and torch.equal(actual, expected)
+    assert xpu_lite.counters.forward_graphs == 1, "one compilation for every length"
+    assert xpu_lite.counters.fallback_nodes == 0
+    assert xpu_lite.counters.persistent_launches > 0 and xpu_lite.counters.looped_launches > 0
+
+
+def test_a_scan_fuses_with_a_reduction_of_its_row() -> None:
+    """Softmax, a cumsum of it and a cumprod of their product: one kernel. Looped, the scans
+    run in the softmax's last pass, their carries starting at that pass."""
+    def fn(x):
+        return (x.cumsum(1) * x.softmax(1)).cumprod(1)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (6, LOOPED_ROW):
+            x = torch.randn(4, length) * 0.1
+            torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-6)
+    assert len(reports) == 1 and len(reports[0].kernels) == 2, reports  # one kernel's two sources
+    (looped,) = [source for source in reports[0].kernels if "kernel_0_looped(" in source]
+    assert looped.index("pass 2 of 3") < looped.index("carry") < looped.index("pass 3 of 3"), looped  # carries start at pass 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_low_precision_scans_against_float64(dtype: torch.dtype) -> None:
+    """fp16/bf16 scans accumulate in float32 and round each result once, as eager does."""
+    fn = lambda x: (x.cumsum(-1), (1 + x * 0.01).cumprod(-1))  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for length in (37, LOOPED_ROW):
+        x = torch.randn(3, length).to(dtype)
+        for actual, e, r in zip(compiled(x), fn(x), fn(x.double()), strict=True):
+            _closer_than_eager(actual, e, r, LOW_PRECISION_TOL[dtype])
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
+def test_scan_gradients_and_reasons() -> None:
+    """cumsum's backward (flip, cumsum, flip) runs in kernels too; a scan the kernel cannot
+    honour says why: a dtype argument whose conversion rounds, a float64 input."""
+    def fn(x):
+        return (x.cumsum(1) * x).sum()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (5, 9):
+            x = torch.randn(3, length, requires_grad=True)
+            (actual,) = torch.autograd.grad(compiled(x), x)
+            (expected,) = torch.autograd.grad(fn(x), x)
+            torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+    backward = next(r for r in reports if r.kind == "backward")
+    assert [d.op for d in backward.decisions if d.op == "aten.cumsum.default" and d.kernel], backward.decisions
+    assert not any(d.op == "aten.cumsum.default" for r in reports for d in r.fallbacks)
+
+    report = xpu_lite.explain(lambda x: (x.cumsum(0, dtype=torch.float16), x.double().cumsum(0)), torch.randn(4))
+    reasons = sorted(str(d.reason) for d in report.graphs[0].fallbacks if d.op == "aten.cumsum.default")
+    assert len(reasons) == 2 and "a float64 input" in reasons[0], reasons
+    assert "dtype=torch.float16: this lowering takes a dtype only where the input converts to it exactly" in reasons[1]
 
 
 # -- semantics ----------------------------------------------------------------------------

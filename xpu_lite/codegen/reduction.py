@@ -14,6 +14,10 @@ combined into the row's result. So softmax is three passes over the input when l
 and one when persistent; variance is always two passes (mean, then squared deviations).
 Both sources share the accumulator code: the persistent one is the looped one with a
 single chunk and no recomputation.
+
+A Scan (cumsum, cumprod) is per element and computed in the pass of its input: within a
+chunk, the block's own scan, combined with a per-row carry of the chunks before it (the
+carry starts again in each pass that recomputes the scan).
 """
 from __future__ import annotations
 
@@ -38,6 +42,12 @@ _COMBINE: dict[str, dict[str, str]] = {
     },
 }
 _PROD_HELPER = ("@triton.jit", "def _prod_combine(a, b):", "    return a * b")
+# a scan within a block (the interpreter runs these combine functions as numpy cumsum/cumprod)
+_SCAN: dict[str, dict[str, str]] = {
+    "gpu": {"sum": "tl.cumsum({0}, 1)", "prod": "tl.cumprod({0}, 1)"},
+    "interpreter": {"sum": "tl.associative_scan({0}, 1, tl.standard._sum_combine)",
+                    "prod": "tl.associative_scan({0}, 1, tl.standard._prod_combine)"},
+}
 
 
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
@@ -64,6 +74,8 @@ class _Source:
             return _ELEMENT if ir.RINDEX in value.index.free_symbols else _ROW
         if isinstance(value, ir.Reduce):
             return _ROW
+        if isinstance(value, ir.Scan):
+            return _ELEMENT
         if isinstance(value, ir.Compute):
             return max((self.level[a] for a in value.args), default=_SCALAR)
         return _SCALAR
@@ -71,6 +83,8 @@ class _Source:
     def _phase(self, value: ir.Value) -> int:
         if isinstance(value, ir.Reduce):
             return self.phase[value.arg] + 1
+        if isinstance(value, ir.Scan):
+            return self.phase[value.arg]  # the carry runs along the same pass
         if isinstance(value, ir.Compute):
             return max((self.phase[a] for a in value.args), default=0)
         return 0
@@ -92,6 +106,8 @@ class _Source:
             value = self.k.values[i]
             if isinstance(value, ir.Compute):
                 stack.extend(a for a in value.args if self.level[a] == _ELEMENT)
+            elif isinstance(value, ir.Scan) and self.level[value.arg] == _ELEMENT:
+                stack.append(value.arg)
         return sorted(seen)
 
     # -- emission ---------------------------------------------------------------------
@@ -104,7 +120,7 @@ class _Source:
         out.lines(list(TARGET_IMPORTS[self.target]))
         out.line()
         out.line()
-        if any(isinstance(v, ir.Reduce) and v.op == "prod" for v in k.values):
+        if any(isinstance(v, (ir.Reduce, ir.Scan)) and v.op == "prod" for v in k.values):
             out.lines(list(_PROD_HELPER))
             out.line()
             out.line()
@@ -150,11 +166,17 @@ class _Source:
             stores = [s for s in k.stores if ir.RINDEX in s.index.free_symbols and self.phase[s.value] == p]
             for i in reduces:
                 self._init(i)
+            roots = [k.values[i].arg for i in reduces] + [s.value for s in stores]  # type: ignore[union-attr]
+            needed = self._needed(roots)
+            for i in needed:
+                value = k.values[i]
+                if isinstance(value, ir.Scan):
+                    self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, value.dtype)}, "
+                                  f"{TL_DTYPE[value.dtype]})", f"{value.node}: the chunks before")
             out.line("for roffset in range(0, rnumel, RBLOCK):", f"pass {p + 1} of {loops} over the row")
             with out.indent():
                 self._chunk_header("(roffset + tl.arange(0, RBLOCK)[None, :]).to(INDEX)")
-                roots = [k.values[i].arg for i in reduces] + [s.value for s in stores]  # type: ignore[union-attr]
-                for i in self._needed(roots):
+                for i in needed:
                     self._emit(i, f"tmp{i}" if p == 0 else f"tmp{i}_{p}")
                 for i in reduces:
                     self._update(i)
@@ -180,9 +202,28 @@ class _Source:
             index = lane_index(value.index, (ir.XINDEX,))
             mask = "mask" if self.level[i] == _ELEMENT else "xmask"
             text = f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
+        elif isinstance(value, ir.Scan):
+            self._scan(i, name)
+            return
         else:
             text = scalar_or_compute(value, [self.names[a] for a in getattr(value, "args", ())], self.table, "[XBLOCK, 1]")
         self.out.line(f"{name} = {text}", comment(value))
+        self.names[i] = name
+
+    def _scan(self, i: int, name: str) -> None:
+        """A scan of the chunk (masked lanes hold the identity), after the carry when looped."""
+        value = self.k.values[i]
+        assert isinstance(value, ir.Scan)
+        op, dt = value.op, TL_DTYPE[value.dtype]
+        self.out.line(f"scan{i} = tl.where(mask, {self.names[value.arg]}, {self._identity(op, value.dtype)}).to({dt})", value.node)
+        scanned = _SCAN[self.target][op].format(f"scan{i}")
+        if self.persistent:
+            self.out.line(f"{name} = {scanned}")
+        else:
+            symbol = {"sum": "+", "prod": "*"}[op]
+            whole = _COMBINE[self.target]["sum"] if op == "sum" else "tl.reduce({0}, 1, _prod_combine)"
+            self.out.line(f"{name} = carry{i} {symbol} {scanned}")
+            self.out.line(f"carry{i} = carry{i} {symbol} {whole.format(f'scan{i}')}[:, None]")
         self.names[i] = name
 
     # -- accumulators -------------------------------------------------------------------

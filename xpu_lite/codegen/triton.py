@@ -218,7 +218,7 @@ def used_values(kernel: ir.Kernel) -> set[int]:
             value = kernel.values[i]
             if isinstance(value, ir.Compute):
                 stack.extend(value.args)
-            elif isinstance(value, ir.Reduce):
+            elif isinstance(value, (ir.Reduce, ir.Scan)):
                 stack.append(value.arg)
             elif isinstance(value, ir.Load):
                 stack.extend([] if value.mask is None else [value.mask])

@@ -3,11 +3,12 @@
 A pointwise Kernel walks a flat iteration space of `numel` elements (xindex), or, when
 tiled, (zindex, yindex, xindex) tiles of it (see Tile). A reduction
 Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced elements
-(rindex): values whose index involves rindex are per element, Reduce values are per row.
+(rindex): values whose index involves rindex are per element, Reduce values are per row,
+and Scan values (a running sum or product along rindex) are per element.
 Each Load reads a buffer at an index expression of xindex, rindex and the size symbols
 (where a bool value says so, for ops that read inputs at positions of their own: cat, pad;
 and at positions loaded from another tensor, an indirect load: embedding, gather);
-Compute and Reduce nodes form an SSA list; each Store writes one value to an output
+Compute, Reduce and Scan nodes form an SSA list; each Store writes one value to an output
 buffer (a scatter's writes or adds it at positions loaded from another tensor). Built by
 kernel_builder.py (groups from fusion.py; scatters: scatter.py), printed by codegen/,
 checked by verify() at the stage boundary.
@@ -116,6 +117,20 @@ class Reduce:
     node: str
 
 
+SCANS = ("sum", "prod")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """One value per element: `op` over the elements of value `arg` from the row's start up
+    to this one (inclusive, in rindex order; cumsum, cumprod)."""
+
+    op: str  # one of SCANS
+    arg: int
+    dtype: torch.dtype  # accumulator and result dtype
+    node: str
+
+
 @dataclasses.dataclass(frozen=True)
 class Store:
     buffer: str
@@ -128,7 +143,7 @@ class Store:
     accumulate: bool = False  # add the value to the element (an atomic add) instead of writing it
 
 
-Value = Load | Constant | SymValue | Compute | Reduce
+Value = Load | Constant | SymValue | Compute | Reduce | Scan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,6 +283,9 @@ def verify(kernel: Kernel) -> Kernel:
         elif isinstance(value, Reduce):
             if not kernel.is_reduction or value.op not in REDUCTIONS or not 0 <= value.arg < i:
                 raise IRError(f"{kernel.name}: node {value.node} reduction {value.op} ({value.dtype}) is malformed")
+        elif isinstance(value, Scan):
+            if not kernel.is_reduction or value.op not in SCANS or not 0 <= value.arg < i:
+                raise IRError(f"{kernel.name}: node {value.node} scan {value.op} ({value.dtype}) is malformed")
         if isinstance(value, Load) and not kernel.is_reduction and RINDEX in value.index.free_symbols:
             raise IRError(f"{kernel.name}: value {i} indexes with rindex in a pointwise kernel")
         if isinstance(value, Load) and kernel.tile is None and value.index.free_symbols & {YINDEX, ZINDEX}:

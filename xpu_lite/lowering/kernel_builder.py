@@ -286,6 +286,9 @@ class KernelBuilder:
     def reduce(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
         return self._add(ir.Reduce(op, value, dtype, node.name))
 
+    def scan(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
+        return self._add(ir.Scan(op, value, dtype, node.name))
+
 
 def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
     member_set = set(members)

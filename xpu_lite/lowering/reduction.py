@@ -1,5 +1,6 @@
 """Reduction lowerings: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin,
-var/std/var_mean, any/all. Each is a checker plus a rule, and a `reduces` function
+var/std/var_mean, any/all; and the scans cumsum/cumprod, which walk a row as a reduction
+does but give a result per element. Each is a checker plus a rule, and a `reduces` function
 naming the dims of its input it reduces (fusion builds the kernel's space from it).
 
 Numerics follow torch: fp16/bf16 accumulate in fp32 and round once on store; integer and
@@ -47,9 +48,23 @@ def reduced_dims(node: torch.fx.Node) -> tuple[int, ...]:
 
 
 # -- checker ------------------------------------------------------------------------
-def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = ()) -> Callable[[torch.fx.Node], str | None]:
+DtypeRule = tuple[Callable[[torch.dtype, torch.dtype, torch.dtype], bool], str]  # (input, dtype arg, result) -> ok; its text
+
+# reductions: the dtype argument changes nothing, or a float input is read as the float result
+WIDENS_A_FLOAT: DtypeRule = (lambda x, dtype, result: dtype == result and x in FLOATS + (dtype,),
+                             "it changes nothing or widens a float")
+# scans: eager converts the input to the dtype first, which the kernel skips: only where exact
+CONVERTS_EXACTLY: DtypeRule = (
+    lambda x, dtype, result: dtype == result and (x == dtype or (dtype is torch.int64 and not x.is_floating_point)
+                                                  or (dtype is torch.float32 and x in (torch.float16, torch.bfloat16))),
+    "the input converts to it exactly (integers and bools to int64, float16/bfloat16 to float32)")
+
+
+def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = (),
+             dtype_rule: DtypeRule = WIDENS_A_FLOAT,
+             ) -> Callable[[torch.fx.Node], str | None]:
     """A tensor input of rank >= 1 in `inputs`, every result a supported dtype, nothing
-    statically empty, keyword arguments only those named (and dtype only as a no-op).
+    statically empty, keyword arguments only those named (and dtype only where `dtype_rule` says).
     Returns why not, or None."""
 
     def check(node: torch.fx.Node) -> str | None:
@@ -69,8 +84,8 @@ def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = ()) -> C
             return "a statically empty input: eager knows the identity or the error"
         for key, value in node.kwargs.items():
             if key == "dtype":
-                if value not in (None, results[0].dtype) or x.meta["val"].dtype not in FLOATS + (value,):
-                    return f"dtype={value}: this lowering takes a dtype only where it changes nothing or widens a float"
+                if value is not None and not dtype_rule[0](x.meta["val"].dtype, value, results[0].dtype):
+                    return f"dtype={value}: this lowering takes a dtype only where {dtype_rule[1]}"
             elif key not in kwargs + ("dim", "keepdim"):
                 return f"{key}={value!r}: this lowering takes no {key}"
         return None
@@ -153,6 +168,23 @@ def _var_mean(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int
     return _variance(b, node, x)
 
 
+def _scan(op: str) -> Callable[..., int]:
+    """cumsum / cumprod: in the result's compute dtype (int64 for integer and bool inputs;
+    float32 for floats, as eager on GPU: eager on cpu accumulates floats in double)."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+        cdt = ir.compute_dtype(node.meta["val"].dtype)
+        return b.scan(op, _arg(b, x, cdt, node), node, cdt)
+
+    return rule
+
+
+def scanned_dim(node: torch.fx.Node) -> tuple[int, ...]:
+    """A scan's one dim, as the reductions' dims (fusion builds the kernel's space from it)."""
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
+    return (dim % node.args[0].meta["val"].dim(),)
+
+
 # -- the table ----------------------------------------------------------------------
 def _reg(targets: tuple[Any, ...], check: Callable[[torch.fx.Node], bool], rule: Callable[..., Any]) -> None:
     LOWERINGS.register(*targets, checker=check, reduces=reduced_dims)(rule)
@@ -172,3 +204,6 @@ _reg((aten.all.default, aten.all.dim, aten.all.dims), _checker(ALL), _boolean("a
 _reg((aten.var.correction,), _checker(FLOATS, ("correction",)), _var)
 _reg((aten.std.correction,), _checker(FLOATS, ("correction",)), _std)
 _reg((aten.var_mean.correction,), _checker(FLOATS, ("correction",)), _var_mean)
+# scans: a result per element, computed along the scanned dim as a reduction walks its row
+LOWERINGS.register(aten.cumsum.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("sum"))
+LOWERINGS.register(aten.cumprod.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("prod"))
