@@ -308,7 +308,8 @@ def test_low_precision_scans_against_float64(dtype: torch.dtype) -> None:
 
 
 def test_scan_gradients_and_reasons() -> None:
-    """cumsum's backward (flip, cumsum, flip) runs in kernels too; a scan the kernel cannot
+    """cumsum's backward (flip, cumsum, flip) runs in kernels too; explain says a kernel
+    scans its rows (or reduces them, with a reduction in it); a scan the kernel cannot
     honour says why: a dtype argument whose conversion rounds, a float64 input."""
     def fn(x):
         return (x.cumsum(1) * x).sum()
@@ -324,6 +325,10 @@ def test_scan_gradients_and_reasons() -> None:
     assert [d.op for d in backward.decisions if d.op == "aten.cumsum.default" and d.kernel], backward.decisions
     assert not any(d.op == "aten.cumsum.default" for r in reports for d in r.fallbacks)
 
+    for fn, label in [(lambda x: x.cumsum(0) * 2, "kernel_0 (2 nodes; scans 4 per row: persistent)"),
+                      (lambda x: x.cumsum(0).softmax(0), "kernel_0 (6 nodes; reduces 4 per row: persistent)")]:
+        report = xpu_lite.explain(fn, torch.randn(4, 3))
+        assert {d.kernel for d in report.graphs[0].decisions if d.kernel} == {label}, report
     report = xpu_lite.explain(lambda x: (x.cumsum(0, dtype=torch.float16), x.double().cumsum(0)), torch.randn(4))
     reasons = sorted(str(d.reason) for d in report.graphs[0].fallbacks if d.op == "aten.cumsum.default")
     assert len(reasons) == 2 and "a float64 input" in reasons[0], reasons

@@ -23,7 +23,7 @@ from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, recompose, tracing
-from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, partition
+from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, ir, partition
 from .lowering.fusion import fuse
 from .lowering.kernel_builder import Group
 from .report import COUNTERS, GraphReport, format_table, publish
@@ -142,7 +142,8 @@ def compile_kernels(
         COUNTERS.kernels_compiled += 1
         label = f"{kernel.name} ({len(group.members)} nodes)"
         if kernel.is_reduction:
-            label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type)})"
+            verb = "reduces" if any(isinstance(v, ir.Reduce) for v in kernel.values) else "scans"  # cumsum, cumprod only
+            label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type, verb)})"
         elif group.into is not None:
             adds = "adds" if any(store.accumulate for store in kernel.stores) else "stores"
             label = f"{kernel.name} ({adds} at loaded positions into {group.into.name}'s buffer)"

@@ -125,13 +125,14 @@ def pick_reduction(xnumel: int, rnumel: int, device_type: str) -> tuple[int, int
     return xblock, rblock, persistent
 
 
-def reduction_strategy(rnumel: Any, device_type: str) -> str:
-    """How the launch picks a strategy, in words (for explain)."""
+def reduction_strategy(rnumel: Any, device_type: str, verb: str = "reduces") -> str:
+    """How the launch picks a strategy, in words (for explain); `verb` says what the kernel
+    does along a row ("scans" for one with only scans)."""
     limit = PERSISTENT_MAX["cpu" if device_type == "cpu" else "gpu"]
     if getattr(rnumel, "is_number", False):
         kind = "persistent" if int(rnumel) <= limit else f"looped, RBLOCK={limit}"
-        return f"reduces {rnumel} per row: {kind}"
-    return f"reduces {rnumel} per row: persistent when <= {limit}, else looped"
+        return f"{verb} {rnumel} per row: {kind}"
+    return f"{verb} {rnumel} per row: persistent when <= {limit}, else looped"
 
 
 INT32_SPAN = 2**31  # a launch whose element offsets reach this indexes in int64
