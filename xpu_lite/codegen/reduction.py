@@ -32,13 +32,16 @@ _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
 
 # the cross-lane combine per target: the interpreter runs tl.reduce with these exact
-# combine functions as numpy reductions (tl.sum/tl.max are not interpretable here)
+# combine functions as numpy reductions (tl.sum/tl.max are not interpretable here); prod
+# combines with the kernel's own _prod_combine helper on both
 _COMBINE: dict[str, dict[str, str]] = {
-    "gpu": {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)"},
+    "gpu": {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)",
+            "prod": "tl.reduce({0}, 1, _prod_combine)"},
     "interpreter": {
         "sum": "tl.reduce({0}, 1, tl.standard._sum_combine)",
         "max": "tl.reduce({0}, 1, tl.standard._elementwise_max)",
         "min": "tl.reduce({0}, 1, tl.standard._elementwise_min)",
+        "prod": "tl.reduce({0}, 1, _prod_combine)",
     },
 }
 _PROD_HELPER = ("@triton.jit", "def _prod_combine(a, b):", "    return a * b")
@@ -221,7 +224,7 @@ class _Source:
             self.out.line(f"{name} = {scanned}")
         else:
             symbol = {"sum": "+", "prod": "*"}[op]
-            whole = _COMBINE[self.target]["sum"] if op == "sum" else "tl.reduce({0}, 1, _prod_combine)"
+            whole = _COMBINE[self.target][op]
             self.out.line(f"{name} = carry{i} {symbol} {scanned}")
             self.out.line(f"carry{i} = carry{i} {symbol} {whole.format(f'scan{i}')}[:, None]")
         self.names[i] = name
@@ -283,8 +286,7 @@ class _Source:
         combine = _COMBINE[self.target]
         name = f"tmp{i}"
         if op in ("sum", "prod"):
-            text = combine["sum"].format(acc) if op == "sum" else f"tl.reduce({acc}, 1, _prod_combine)"
-            self.out.line(f"{name} = {text}[:, None]", value.node)
+            self.out.line(f"{name} = {combine[op].format(acc)}[:, None]", value.node)
         elif op in ("any", "all"):
             self.out.line(f"{name} = {combine['max' if op == 'any' else 'min'].format(acc)}[:, None] != 0", value.node)
         else:

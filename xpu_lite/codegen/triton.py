@@ -37,12 +37,14 @@ def _gelu_tanh(tanh: str) -> str:
     return "0.5 * {0} * (1.0 + " + tanh.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")"
 
 
-# op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
-# targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
-# a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
 # integers have no NaN: their max/min need none of the float forms' checks
 INT_MATH = {"maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
             "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})"}
+
+
+# op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
+# targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
+# a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
 MATH: dict[str, str] = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
     "maximum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",

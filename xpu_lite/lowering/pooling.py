@@ -21,9 +21,9 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from .._torch_compat import sym_expr
 from . import ir
 from .pointwise import FLOATS, _out_cdt, _tensor_rejection
+from .kernel_builder import sizes_of
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -76,14 +76,13 @@ def _window(b: Any, node: torch.fx.Node, x: torch.fx.Node):
     """Per tap, in eager's order: (its input coordinates, its mask, h and w); and the
     element's window starts (h, w)."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _params(node)
-    val = node.meta["val"]
-    out = val[0] if isinstance(val, (tuple, list)) else val
-    coords = b.element_coords(tuple(sym_expr(s) for s in out.shape))
+    coords = b.element_coords(sizes_of(node))
     lead, (oh, ow) = coords[:-2], coords[-2:]
-    height, width = (sym_expr(s) for s in x.meta["val"].shape[-2:])
+    height, width = sizes_of(x)[-2:]
+    fake = x.meta["val"]  # its ShapeEnv decides conditions on sizes
     h0, w0 = oh * sh - ph, ow * sw - pw
-    rows = [(h0 + i * dh, _inside(b, node, h0 + i * dh, height, out)) for i in range(kh)]
-    cols = [(w0 + j * dw, _inside(b, node, w0 + j * dw, width, out)) for j in range(kw)]
+    rows = [(h0 + i * dh, _inside(b, node, h0 + i * dh, height, fake)) for i in range(kh)]
+    cols = [(w0 + j * dw, _inside(b, node, w0 + j * dw, width, fake)) for j in range(kw)]
     taps = []
     for h, h_ok in rows:
         for w, w_ok in cols:
