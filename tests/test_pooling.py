@@ -1,6 +1,8 @@
-"""Kernels for 2-D pooling, forward (lowering/pooling.py): max_pool2d_with_indices and
-avg_pool2d walk each window in eager's order, so values and indices are bitwise eager's,
-NaN, -inf and ties included; one kernel source serves every input size."""
+"""Kernels for 2-D pooling (lowering/pooling.py): max_pool2d_with_indices and avg_pool2d
+walk each window in eager's order, so values and indices are bitwise eager's, NaN, -inf
+and ties included; their backward ops walk the windows over each input element in the
+order eager adds their gradients, so float32 gradients are bitwise eager's (fp16/bf16 ones
+round once, against float64); one kernel source serves every input size."""
 from __future__ import annotations
 
 import re
@@ -15,7 +17,7 @@ from xpu_lite.report import capture
 
 from .conftest import assert_bitwise
 from .test_indexing import _first_samples, _small
-from .test_kernels import _run_samples
+from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _run_samples
 
 OPINFOS = {"nn.functional.max_pool2d": "aten.max_pool2d_with_indices.default",
            "nn.functional.avg_pool2d": "aten.avg_pool2d.default"}
@@ -89,20 +91,87 @@ def test_one_dimensional_pools_have_a_length_one_dim(device: str) -> None:
     assert len(pooled) == 8 and all(d.kind is DecisionKind.KERNEL for d in pooled), pooled
 
 
-def test_backward_reads_the_kernels_indices(device: str) -> None:
-    """The backward ops stay eager (max_pool2d_with_indices_backward reads the indices the
-    kernel stored): gradients bitwise eager's."""
-    def fn(x):
-        return F.max_pool2d(x * 2, 3, 2, 1).sum() + F.avg_pool2d(x, 2, count_include_pad=False, padding=1).square().sum()
+def _gradient(fn, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    x = x.detach().clone().requires_grad_()
+    out = fn(x)
+    (out[0] if isinstance(out, tuple) else out).backward(grad)
+    return x.grad
 
-    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
-    for n in (6, 9):
-        x = torch.randn(2, 3, n, n, device=device)
-        x[0, 0, :3, :3] = 1.0  # ties: the gradient goes where the index says
-        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
-        compiled(a).backward()
-        fn(b).backward()
-        assert_bitwise(a.grad, b.grad)
+
+def _backward_pool_kernels(reports) -> list:
+    return [d for r in reports if r.kind == "backward" for d in r.decisions
+            if d.op.endswith("pool2d_backward.default") or d.op.endswith("pool2d_with_indices_backward.default")]
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_sample_gradients_are_bitwise_eager(device: str, name: str, where: str) -> None:
+    """float32: each window's gradient is added to an input element in eager's order, from 0."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == name)
+    samples = _first_samples([s for s in op.sample_inputs(device, torch.float32) if _small(s)])
+    with capture() as reports:
+        for sample in samples:
+            torch._dynamo.reset()
+
+            def fn(x, sample=sample):
+                if where == "lite region":
+                    with xpu_lite.compile_region():
+                        return op(x, *sample.args, **sample.kwargs)
+                return op(x, *sample.args, **sample.kwargs)
+
+            compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
+            out = fn(sample.input)
+            grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
+            assert_bitwise(_gradient(compiled, sample.input, grad), _gradient(fn, sample.input, grad))
+    kernels = _backward_pool_kernels(reports)
+    assert len(kernels) == len(samples) and all(d.kind is DecisionKind.KERNEL for d in kernels), kernels
+
+
+def backward_pools(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Windows that overlap (up to 4 or 9 gradients to add to an element), dilated,
+    ceil_mode, count_include_pad=False and a divisor override; one input each, so every
+    input's gradient is one pool's backward, with no sum of gradients after it."""
+    return (F.max_pool2d(xs[0], 3, 2, 1), F.max_pool2d(xs[1], 3, 1, 1),
+            F.max_pool2d(xs[2], 2, 1, 1, dilation=2, ceil_mode=True),
+            F.avg_pool2d(xs[3], 3, 2, 1, ceil_mode=True, count_include_pad=False),
+            F.avg_pool2d(xs[4], (2, 3), 1, (1, 0), divisor_override=5), F.avg_pool2d(xs[5], 3, 2, 1))
+
+
+def _gradients(fn, xs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    xs = [x.detach().clone().requires_grad_() for x in xs]
+    torch.autograd.backward(fn(*xs), grads)
+    return [x.grad for x in xs]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+def test_backward_kernels_for_all_sizes(device: str, dtype: torch.dtype) -> None:
+    """float32 gradients are bitwise eager's, ties (the gradient goes where the stored index
+    says) and channels-last included; fp16/bf16 ones are no further from the float64
+    gradients than eager's (eager's CPU kernels round after every add, ours once)."""
+    compiled = torch.compile(backward_pools, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (6, 9, 12):
+            x = torch.randn(2, 3, n, n + 1, device=device)
+            x[0, 0, :3, :3] = 1.0
+            for layout in (torch.contiguous_format, torch.channels_last):
+                xs = [x.to(memory_format=layout)] * 6
+                grads = [torch.randn_like(out) for out in backward_pools(*xs)]
+                low = ([t.to(dtype) for t in xs], [g.to(dtype) for g in grads])
+                actual, eager = _gradients(compiled, *low), _gradients(backward_pools, *low)
+                if dtype is torch.float32:
+                    assert_bitwise(actual, eager)
+                    continue
+                exact = _gradients(backward_pools, [t.double() for t in xs], [g.double() for g in grads])
+                for a, e, r in zip(actual, eager, exact, strict=True):
+                    _closer_than_eager(a, e, r, LOW_PRECISION_TOL[dtype])
+    kernels = _backward_pool_kernels(reports)
+    assert len(kernels) >= 6 and all(d.kind is DecisionKind.KERNEL for d in kernels), kernels
+    backward = next(r for r in reports if r.kind == "backward")
+    assert not backward.fallbacks, backward.fallbacks
+    for source in backward.kernels:
+        assert not re.search(r"\b(6|7|9|10|12|13)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
 
 
 def test_what_is_not_lowered_says_why() -> None:
@@ -113,3 +182,13 @@ def test_what_is_not_lowered_says_why() -> None:
     reasons = {row[2]: row[4] for row in report.rows() if "pool" in row[2]}
     assert "a float64 result; this lowering takes float32, float16, bfloat16" in reasons["aten.max_pool2d_with_indices.default"]
     assert "a 9x9 window: more than 64 taps to unroll" in reasons["aten.avg_pool2d.default"]
+
+    def dilated(x):  # 25 taps forward; backward, 13 x 13 windows may hold an element
+        return F.max_pool2d(x, 5, 1, 2, dilation=3).sum() + F.avg_pool2d(x.double(), 2).sum()
+
+    with capture() as reports:
+        x = torch.randn(2, 14, 14, requires_grad=True)
+        torch.compile(dilated, backend="xpu_lite", dynamic=True)(x).backward()
+    reasons = {d.op: d.reason for r in reports if r.kind == "backward" for d in r.fallbacks if "pool" in d.op}
+    assert "(13, 13) windows per element: more than 64 to unroll" in str(reasons["aten.max_pool2d_with_indices_backward.default"])
+    assert "a float64 result" in str(reasons["aten.avg_pool2d_backward.default"])
