@@ -165,6 +165,24 @@ def test_deterministic_algorithms_keep_float_adds_eager() -> None:
     assert "torch.use_deterministic_algorithms(True) is set" in rows[0].why()
 
 
+def test_max_unpool_is_a_scatter_kernel_laid_out_as_in_eager(device: str) -> None:
+    """max_unpool2d's decomposition scatters into a fresh buffer; its result is laid out as
+    eager's is (channels-last for a channels-last input), values bitwise eager's."""
+    def fn(x):
+        values, indices = F.max_pool2d(x, 2, return_indices=True)
+        return F.max_unpool2d(values * 2, indices, 2, output_size=x.shape[-2:])
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 6):
+            for layout in (torch.contiguous_format, torch.channels_last):
+                x = torch.randn(2, 3, n, n + 2, device=device).to(memory_format=layout)
+                actual, expected = compiled(x), fn(x)
+                assert_bitwise(actual, expected)
+                assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
+    assert "aten.index_put.default" in _kernel_ops(reports) and not any(r.fallbacks for r in reports)
+
+
 def test_what_is_not_lowered_says_why() -> None:
     def fn(x, m, i, b):
         return x.index_put([m], x.sum() * 2), b.index_put([i], b[:2], accumulate=True), x.double().index_put([i], x[:2].double())

@@ -27,6 +27,7 @@ from torch.utils._sympy.printers import PythonPrinter
 __all__ = [
     "aot_module_simplified",
     "core_aten_decompositions",
+    "decomposition_table",
     "get_decompositions",
     "current_annotation",
     "below_autograd",

@@ -50,11 +50,20 @@ def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return aten.index.Tensor(self.reshape(-1), [index])
 
 
+def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
+    out = compat.decomposition_table[aten.max_unpool2d.default](self, indices, output_size)
+    return out.contiguous(memory_format=compat.suggest_memory_format(self))
+
+
 # Core ATen decompositions that regions replace by their own, with the reason. take's
 # `flattened[index]` makes a 0-dim index a Python int (`item()`, data-dependent: no trace,
 # in Inductor too); index.Tensor takes it as a tensor, the same call for any other index.
+# max_unpool2d's scatters into a contiguous buffer; eager's result is channels-last for a
+# channels-last input.
 _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
+    aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
+                                               "its result (the input's memory format)"),
 }
 
 
