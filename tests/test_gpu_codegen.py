@@ -290,10 +290,10 @@ def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(capture
 
 
 def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -> None:
-    """Pooling windows (values and int64 indices) and their backward, repeat, setitem's
+    """Pooling windows (values and int64 indices, 2-D and 3-D) and their backward, repeat, setitem's
     copy, and batch norm's backward, whose SymFloat operand is an fp32 kernel argument."""
     from .test_indexing import _setitems, placements
-    from .test_pooling import backward_pools, pools, pools_1d
+    from .test_pooling import backward_pools, pools, pools_1d, pools_3d
 
     _run(pools, torch.randn(2, 3, 7, 8).to(torch.bfloat16))
     _run(pools_1d, torch.randn(2, 3, 9))
@@ -301,6 +301,10 @@ def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -
          torch.randn(2, 3, 7, 8).to(torch.bfloat16).requires_grad_(), backward=True)
     backward = {n.rstrip("_0123456789") for k in captured for n in k.nodes if "backward" in n}
     assert backward >= {"max_pool2d_with_indices_backward", "avg_pool2d_backward"}, backward
+    _run(lambda x: sum(out.sum() for out in pools_3d(*[x] * 5) if out.is_floating_point()),
+         torch.randn(1, 2, 5, 6, 4).to(torch.bfloat16).requires_grad_(), backward=True)
+    backward = {n.rstrip("_0123456789") for k in captured for n in k.nodes if "backward" in n}
+    assert backward >= {"max_pool3d_with_indices_backward", "avg_pool3d_backward"}, backward
     _run(placements, torch.randn(5, 6), torch.randn(5, 4), torch.randn(6))
     _run(_setitems, torch.randn(4, 4), torch.randn(3).half(), torch.tensor(2.0))
     bn = torch.nn.BatchNorm2d(3)

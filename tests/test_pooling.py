@@ -1,5 +1,5 @@
-"""Kernels for 2-D pooling (lowering/pooling.py): max_pool2d_with_indices and avg_pool2d
-walk each window in eager's order, so values and indices are bitwise eager's, NaN, -inf
+"""Kernels for 2-D and 3-D pooling (lowering/pooling.py): max_pool2d/3d_with_indices and
+avg_pool2d/3d walk each window in eager's order, so values and indices are bitwise eager's, NaN, -inf
 and ties included; their backward ops walk the windows over each input element in the
 order eager adds their gradients, so float32 gradients are bitwise eager's (fp16/bf16 ones
 round once, against float64); one kernel source serves every input size."""
@@ -20,7 +20,9 @@ from .test_indexing import _first_samples, _small
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _run_samples
 
 OPINFOS = {"nn.functional.max_pool2d": "aten.max_pool2d_with_indices.default",
-           "nn.functional.avg_pool2d": "aten.avg_pool2d.default"}
+           "nn.functional.avg_pool2d": "aten.avg_pool2d.default",
+           "nn.functional.max_pool3d": "aten.max_pool3d_with_indices.default",
+           "nn.functional.avg_pool3d": "aten.avg_pool3d.default"}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
@@ -100,7 +102,7 @@ def _gradient(fn, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
 
 def _backward_pool_kernels(reports) -> list:
     return [d for r in reports if r.kind == "backward" for d in r.decisions
-            if d.op.endswith("pool2d_backward.default") or d.op.endswith("pool2d_with_indices_backward.default")]
+            if re.fullmatch(r"aten\.(max|avg)_pool[23]d(_with_indices)?_backward\.default", d.op)]
 
 
 @pytest.mark.parametrize("where", ["default mode", "lite region"])
@@ -174,6 +176,58 @@ def test_backward_kernels_for_all_sizes(device: str, dtype: torch.dtype) -> None
         assert not re.search(r"\b(6|7|9|10|12|13)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
 
 
+def pools_3d(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Overlapping, dilated, ceil_mode, count_include_pad=False and divisor-override
+    windows over (N, C, D, H, W); one input each, so each gradient is one pool's backward."""
+    values, indices = F.max_pool3d(xs[0], 3, 2, 1, return_indices=True)
+    return (values, indices, F.max_pool3d(xs[1], (2, 3, 2), 1, 1, dilation=(2, 1, 1), ceil_mode=True),
+            F.avg_pool3d(xs[2], 3, 2, 1, ceil_mode=True, count_include_pad=False),
+            F.avg_pool3d(xs[3], (2, 2, 3), 1, (1, 0, 1), divisor_override=11), F.avg_pool3d(xs[4], 2))
+
+
+def _pools_3d_and_gradients(fn, xs: list[torch.Tensor], grads: list[torch.Tensor] | None):
+    xs = [x.detach().clone().requires_grad_() for x in xs]
+    outs = fn(*xs)
+    floats = [o for o in outs if o.is_floating_point()]
+    grads = grads or [torch.randn_like(o) for o in floats]
+    torch.autograd.backward(floats, grads)
+    return [o.detach() for o in outs], [x.grad for x in xs], grads
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+def test_three_dimensional_windows_and_gradients_for_all_sizes(device: str, dtype: torch.dtype) -> None:
+    """The 3-D ops are the 2-D ones with one more window dim: float32 values, indices and
+    gradients bitwise eager's (NaN, ties, channels-last-3d); fp16/bf16 within a rounding of
+    the float64 result (eager's CPU avg_pool3d takes no fp16); one source for every size."""
+    compiled = torch.compile(pools_3d, backend="xpu_lite", dynamic=True)
+    layouts = (torch.contiguous_format, torch.channels_last_3d) if dtype is torch.float32 else (torch.contiguous_format,)
+    with capture() as reports:
+        for n in (5, 7):
+            x = torch.randn(2, 3, n, n + 1, n - 1, device=device)
+            x[0, 0, 1, 1, 1] = float("nan")
+            x[1, 2, :2, :3, :3] = 1.0  # ties: the first, and its gradient goes there
+            for layout in layouts:
+                xs = [x.to(dtype).to(memory_format=layout)] * 5
+                actual, actual_grads, grads = _pools_3d_and_gradients(compiled, xs, None)
+                if dtype is torch.float32:
+                    eager, eager_grads, _ = _pools_3d_and_gradients(pools_3d, xs, grads)
+                    assert_bitwise(actual, eager)
+                    assert_bitwise(actual_grads, eager_grads)
+                    continue
+                exact, exact_grads, _ = _pools_3d_and_gradients(pools_3d, [t.double() for t in xs],
+                                                                [g.double() for g in grads])
+                assert torch.equal(actual[1], exact[1]), "max_pool3d's indices"
+                for a, e in zip(actual[:1] + actual[2:] + actual_grads, exact[:1] + exact[2:] + exact_grads, strict=True):
+                    close = (a.double() - e).abs() <= LOW_PRECISION_TOL[dtype] * (1 + e.abs())
+                    assert bool((close | (a.isnan() & e.isnan())).all()), f"max error {(a.double() - e).abs().nan_to_num().max()}"
+    pooled = [d for r in reports for d in r.decisions if "pool3d" in d.op]
+    assert all(d.kind is DecisionKind.KERNEL for d in pooled), pooled
+    assert len({d.op for d in pooled}) == 4, pooled  # the two pools and their backward ops
+    assert xpu_lite.counters.forward_graphs <= len(layouts) and not any(r.fallbacks for r in reports)
+    for source in (k for r in reports for k in r.kernels):
+        assert not re.search(r"\b(4|5|6|7|8)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
+
+
 def test_what_is_not_lowered_says_why() -> None:
     def fn(x):
         return F.max_pool2d(x.double(), 2), F.avg_pool2d(x, 9, 1, 4)
@@ -182,6 +236,13 @@ def test_what_is_not_lowered_says_why() -> None:
     reasons = {row[2]: row[4] for row in report.rows() if "pool" in row[2]}
     assert "a float64 result; this lowering takes float32, float16, bfloat16" in reasons["aten.max_pool2d_with_indices.default"]
     assert "a 9x9 window: more than 64 taps to unroll" in reasons["aten.avg_pool2d.default"]
+
+    def cubes(x):
+        return F.max_pool3d(x, 5)
+
+    report = xpu_lite.explain(cubes, torch.randn(2, 6, 6, 6), dynamic=True)
+    reasons = {row[2]: row[4] for row in report.rows() if "pool" in row[2]}
+    assert "a 5x5x5 window: more than 64 taps to unroll" in reasons["aten.max_pool3d_with_indices.default"]
 
     def dilated(x):  # 25 taps forward; backward, 13 x 13 windows may hold an element
         return F.max_pool2d(x, 5, 1, 2, dilation=3).sum() + F.avg_pool2d(x.double(), 2).sum()

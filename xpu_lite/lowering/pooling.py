@@ -1,9 +1,10 @@
-"""Lowerings of 2-D pooling windows: max_pool2d_with_indices (values and the indices its
-backward reads) and avg_pool2d, and their backward ops.
+"""Lowerings of 2-D and 3-D pooling windows: max_pool2d/3d_with_indices (values and the
+indices their backward reads) and avg_pool2d/3d, and their backward ops.
 
-Each output element walks its kH x kW window, unrolled (kernel size, stride, padding and
-dilation are ints in the graph; sizes stay symbolic), loading the taps that lie inside the
-input under a mask, in the row-major order eager's CPU and CUDA kernels walk them:
+Each output element walks its kH x kW (kD x kH x kW) window, unrolled (kernel size,
+stride, padding and dilation are ints in the graph; sizes stay symbolic), loading the taps
+that lie inside the input under a mask, in the row-major order eager's CPU and CUDA
+kernels walk them:
 - max: a tap is taken where it is the window's first valid one, greater than the max so
   far, or NaN (eager's `val > maxval || isnan(val)`), so values and indices are eager's,
   NaN and ties included (the first max; after a NaN, the last NaN);
@@ -22,6 +23,8 @@ from memory.
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from typing import Any
 
@@ -40,43 +43,70 @@ aten = torch.ops.aten
 MAX_TAPS = 64  # a larger window would unroll into a very long kernel: eager runs it
 
 
-def _pair(value: Any, default: Any) -> tuple[Any, Any]:
-    """A pooling parameter as torch reads it: one int for both dims, or two; [] for the default."""
+def _per_dim(value: Any, default: Any, dims: int) -> tuple[Any, ...]:
+    """A pooling parameter as torch reads it: one int for every spatial dim, or one per dim;
+    [] for the default."""
     value = default if value is None or (isinstance(value, (list, tuple)) and not value) else value
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    return (values[0], values[-1])
+    values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    return values * dims if len(values) == 1 else values
 
 
-# op -> the positions of its input, kernel size, stride, padding and dilation (None: no dilation)
+# op -> its spatial dims and the positions of its input, kernel size, stride, padding and
+# dilation (None: no dilation); the 3-D ops take their arguments where the 2-D ones do
 _POSITIONS = {
-    aten.max_pool2d_with_indices.default: (0, 1, 2, 3, 4),
-    aten.avg_pool2d.default: (0, 1, 2, 3, None),
-    aten.max_pool2d_with_indices_backward.default: (1, 2, 3, 4, 5),
-    aten.avg_pool2d_backward.default: (1, 2, 3, 4, None),
+    aten.max_pool2d_with_indices.default: (2, 0, 1, 2, 3, 4),
+    aten.avg_pool2d.default: (2, 0, 1, 2, 3, None),
+    aten.max_pool2d_with_indices_backward.default: (2, 1, 2, 3, 4, 5),
+    aten.avg_pool2d_backward.default: (2, 1, 2, 3, 4, None),
+    aten.max_pool3d_with_indices.default: (3, 0, 1, 2, 3, 4),
+    aten.avg_pool3d.default: (3, 0, 1, 2, 3, None),
+    aten.max_pool3d_with_indices_backward.default: (3, 1, 2, 3, 4, 5),
+    aten.avg_pool3d_backward.default: (3, 1, 2, 3, 4, None),
 }
-_BACKWARD = (aten.max_pool2d_with_indices_backward.default, aten.avg_pool2d_backward.default)
+_BACKWARD = (aten.max_pool2d_with_indices_backward.default, aten.avg_pool2d_backward.default,
+             aten.max_pool3d_with_indices_backward.default, aten.avg_pool3d_backward.default)
+_MAX_BACKWARD = (aten.max_pool2d_with_indices_backward.default, aten.max_pool3d_with_indices_backward.default)
+_AVG = (aten.avg_pool2d.default, aten.avg_pool3d.default)
+_AVG_BACKWARD = (aten.avg_pool2d_backward.default, aten.avg_pool3d_backward.default)
 
 
-def _params(node: torch.fx.Node) -> tuple[tuple[int, int], ...]:
-    """(kernel, stride, padding, dilation), each (along H, along W)."""
-    _, k, st, pad, dil = _POSITIONS[node.target]
+def _params(node: torch.fx.Node) -> tuple[tuple[int, ...], ...]:
+    """(kernel, stride, padding, dilation), each one int per spatial dim (D,) H, W."""
+    dims, _, k, st, pad, dil = _POSITIONS[node.target]
     args = list(node.args) + [None] * 8
-    kernel = _pair(args[k], None)
-    stride = _pair(args[st], kernel)
-    padding = _pair(args[pad], 0)
-    dilation = (1, 1) if dil is None else _pair(args[dil], 1)
+    kernel = _per_dim(args[k], None, dims)
+    stride = _per_dim(args[st], kernel, dims)
+    padding = _per_dim(args[pad], 0, dims)
+    dilation = (1,) * dims if dil is None else _per_dim(args[dil], 1, dims)
     return kernel, stride, padding, dilation
 
 
-def _windows_per_element(node: torch.fx.Node) -> tuple[int, int]:
-    """How many windows may hold one input element, along H and along W: the windows span
-    (k - 1) * d + 1 elements and start s apart."""
-    (kh, kw), (sh, sw), _, (dh, dw) = _params(node)
-    return ((kh - 1) * dh // sh + 1, (kw - 1) * dw // sw + 1)
+def _windows_per_element(node: torch.fx.Node) -> tuple[int, ...]:
+    """How many windows may hold one input element, along each spatial dim: the windows
+    span (k - 1) * d + 1 elements and start s apart."""
+    kernel, stride, _, dilation = _params(node)
+    return tuple((k - 1) * d // s + 1 for k, s, d in zip(kernel, stride, dilation, strict=True))
+
+
+def _flat(position: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...]) -> sympy.Expr:
+    """An element's index in its (D x) H x W plane, as max pooling stores it: h * W + w."""
+    index = sympy.Integer(0)
+    for p, size in zip(position, sizes, strict=True):
+        index = index * size + p
+    return index
+
+
+def _all(b: Any, node: torch.fx.Node, conditions: list[int]) -> int | None:
+    """The lanes where every condition holds (None: no condition)."""
+    mask = None
+    for condition in conditions:
+        mask = condition if mask is None else b.compute("logical_and", (mask, condition), node, torch.bool)
+    return mask
 
 
 def _check(node: torch.fx.Node) -> str | None:
-    x = node.args[_POSITIONS[node.target][0]]
+    dims, position = _POSITIONS[node.target][:2]
+    x = node.args[position]
     val = node.meta.get("val")
     out = val[0] if isinstance(val, (tuple, list)) else val
     if (why := _tensor_rejection(out, FLOATS, "result")) is not None:
@@ -87,61 +117,60 @@ def _check(node: torch.fx.Node) -> str | None:
         grad = node.args[0]
         if not isinstance(grad, torch.fx.Node) or (why := _tensor_rejection(grad.meta.get("val"), FLOATS, "gradient")):
             return why or "a gradient that is not a graph node"
-    if node.target is aten.max_pool2d_with_indices_backward.default:
+    if node.target in _MAX_BACKWARD:
         indices = node.args[7]
         if not isinstance(indices, torch.fx.Node) or \
                 (why := _tensor_rejection(indices.meta.get("val"), (torch.int64,), "indices")):
             return why or "indices that are not a graph node"
-    if x.meta["val"].dim() not in (3, 4):
-        return f"a {x.meta['val'].dim()}-D input: this lowering pools (C, H, W) or (N, C, H, W)"
+    if x.meta["val"].dim() not in (dims + 1, dims + 2):
+        plane = "D, H, W" if dims == 3 else "H, W"
+        return f"a {x.meta['val'].dim()}-D input: this lowering pools (C, {plane}) or (N, C, {plane})"
     if any(isinstance(s, int) and s == 0 for s in out.shape):
         return "a statically empty result: nothing to compute, eager makes it"
     if node.kwargs:
         return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
     params = _params(node)
-    if not all(type(v) is int for pair in params for v in pair):
+    if not all(type(v) is int for per_dim in params for v in per_dim):
         return "a symbolic kernel size, stride, padding or dilation: the window is unrolled"
     override = _divisor_override(node)
     if override is not None and type(override) is not int:
         return "a divisor_override that is not an int"
-    if params[0][0] * params[0][1] > MAX_TAPS:
-        return f"a {params[0][0]}x{params[0][1]} window: more than {MAX_TAPS} taps to unroll"
+    if math.prod(params[0]) > MAX_TAPS:
+        return f"a {'x'.join(map(str, params[0]))} window: more than {MAX_TAPS} taps to unroll"
     if node.target in _BACKWARD and math.prod(_windows_per_element(node)) > MAX_TAPS:
         return f"{_windows_per_element(node)} windows per element: more than {MAX_TAPS} to unroll"
     return None
 
 
 def _divisor_override(node: torch.fx.Node) -> Any:
-    position = {aten.avg_pool2d.default: 6, aten.avg_pool2d_backward.default: 7}.get(node.target)
+    position = 6 if node.target in _AVG else 7 if node.target in _AVG_BACKWARD else None
     return None if position is None or len(node.args) <= position else node.args[position]
 
 
 def _count_include_pad(node: torch.fx.Node) -> bool:
-    position = 5 if node.target is aten.avg_pool2d.default else 6
+    position = 5 if node.target in _AVG else 6
     return True if len(node.args) <= position or node.args[position] is None else bool(node.args[position])
 
 
 def _window(b: Any, node: torch.fx.Node, x: torch.fx.Node):
-    """Per tap, in eager's order: (its input coordinates, its mask, h and w); and the
-    element's window starts (h, w)."""
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _params(node)
+    """Per tap, in eager's order: (its input coordinates, its mask, its position in the
+    plane); the element's window start and the plane's sizes, each per spatial dim."""
+    kernel, stride, padding, dilation = _params(node)
+    dims = len(kernel)
     coords = b.element_coords(sizes_of(node))
-    lead, (oh, ow) = coords[:-2], coords[-2:]
-    height, width = sizes_of(x)[-2:]
+    lead, out = coords[:-dims], coords[-dims:]
+    sizes = sizes_of(x)[-dims:]
     fake = x.meta["val"]  # its ShapeEnv decides conditions on sizes
-    h0, w0 = oh * sh - ph, ow * sw - pw
-    rows = [(h0 + i * dh, _inside(b, node, h0 + i * dh, height, fake)) for i in range(kh)]
-    cols = [(w0 + j * dw, _inside(b, node, w0 + j * dw, width, fake)) for j in range(kw)]
+    starts = tuple(o * s - p for o, s, p in zip(out, stride, padding, strict=True))
+    per_dim = [[(start + i * d, _inside(b, node, start + i * d, size, fake)) for i in range(k)]
+               for start, k, d, size in zip(starts, kernel, dilation, sizes, strict=True)]
     taps = []
-    for h, h_ok in rows:
-        for w, w_ok in cols:
-            if h_ok is False or w_ok is False:
-                continue  # never inside the input (a length-1 dim of avg_pool1d's, say)
-            conditions = [c for c in (h_ok, w_ok) if c is not None]
-            mask = None if not conditions else conditions[0] if len(conditions) == 1 else \
-                b.compute("logical_and", tuple(conditions), node, torch.bool)
-            taps.append((lead + (h, w), mask, h, w))
-    return taps, (h0, w0), (height, width)
+    for tap in itertools.product(*per_dim):  # row-major: the last dim fastest
+        if any(ok is False for _, ok in tap):
+            continue  # never inside the input (a length-1 dim of avg_pool1d's, say)
+        position = tuple(p for p, _ in tap)
+        taps.append((lead + position, _all(b, node, [ok for _, ok in tap if ok is not None]), position))
+    return taps, starts, sizes
 
 
 def _inside(b: Any, node: torch.fx.Node, expr: sympy.Expr, size: sympy.Expr, fake: Any,
@@ -167,11 +196,11 @@ def _inside(b: Any, node: torch.fx.Node, expr: sympy.Expr, size: sympy.Expr, fak
 
 
 def _max_pool(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> tuple[int, int]:
-    taps, _, (_, width) = _window(b, node, x)
+    taps, _, sizes = _window(b, node, x)
     best = b.constant(float("-inf"), torch.float32)
     where = b.constant(0, torch.int64)
     seen = b.constant(False, torch.bool)
-    for coords, mask, h, w in taps:
+    for coords, mask, position in taps:
         v = b.gather(x, coords, mask)
         first = b.compute("logical_not", (seen,), node, torch.bool)
         better = b.compute("logical_or", (b.compute("gt", (v, best), node, torch.bool),
@@ -180,27 +209,27 @@ def _max_pool(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> tupl
         if mask is not None:
             take = b.compute("logical_and", (mask, take), node, torch.bool)
         best = b.compute("where", (take, v, best), node, torch.float32)
-        where = b.compute("where", (take, b.index_value(h * width + w), where), node, torch.int64)
+        where = b.compute("where", (take, b.index_value(_flat(position, sizes)), where), node, torch.int64)
         seen = b.constant(True, torch.bool) if mask is None else b.compute("logical_or", (seen, mask), node, torch.bool)
     return best, where  # float32, the compute dtype of every float result
 
 
 def _avg_pool(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> int:
-    taps, (h0, w0), (height, width) = _window(b, node, x)
+    taps, starts, sizes = _window(b, node, x)
     total = b.constant(0.0, torch.float32)
-    for coords, mask, _, _ in taps:  # a masked tap loads 0: the sum is eager's sum of the valid taps
+    for coords, mask, _ in taps:  # a masked tap loads 0: the sum is eager's sum of the valid taps
         total = b.compute("add", (total, b.gather(x, coords, mask)), node, torch.float32)
-    divisor, empty = _divisor(b, node, h0, w0, height, width)
+    divisor, empty = _divisor(b, node, starts, sizes)
     mean = b.compute("truediv", (total, b.cast(divisor, torch.float32, node)), node, torch.float32)
     mean = b.compute("where", (empty, b.constant(0.0, torch.float32), mean), node, torch.float32)
     return b.cast(mean, _out_cdt(node), node)
 
 
-def _divisor(b: Any, node: torch.fx.Node, h0: sympy.Expr, w0: sympy.Expr, height: sympy.Expr,
-             width: sympy.Expr) -> tuple[int, int]:
-    """The int64 divisor of the avg window starting at (h0, w0), as eager computes it, and
+def _divisor(b: Any, node: torch.fx.Node, starts: tuple[sympy.Expr, ...],
+             sizes: tuple[sympy.Expr, ...]) -> tuple[int, int]:
+    """The int64 divisor of the avg window starting at `starts`, as eager computes it, and
     whether the window holds no input element."""
-    (kh, kw), _, (ph, pw), _ = _params(node)
+    kernel, _, padding, _ = _params(node)
 
     def i64(expr: sympy.Expr) -> int:
         return b.index_value(sympy.sympify(expr))
@@ -208,28 +237,36 @@ def _divisor(b: Any, node: torch.fx.Node, h0: sympy.Expr, w0: sympy.Expr, height
     def op(name: str, *values: int) -> int:
         return b.compute(name, values, node, torch.int64)
 
-    h_end, w_end = op("minimum", i64(h0 + kh), i64(height + ph)), op("minimum", i64(w0 + kw), i64(width + pw))
-    h_lo, w_lo = op("maximum", i64(h0), i64(0)), op("maximum", i64(w0), i64(0))
-    h_hi, w_hi = op("minimum", h_end, i64(height)), op("minimum", w_end, i64(width))
-    empty = b.compute("logical_or", (b.compute("le", (h_hi, h_lo), node, torch.bool),
-                                     b.compute("le", (w_hi, w_lo), node, torch.bool)), node, torch.bool)
+    def product(values: list[int]) -> int:
+        return functools.reduce(lambda total, value: op("mul", total, value), values)
+
+    ends = [op("minimum", i64(start + k), i64(size + p))
+            for start, k, size, p in zip(starts, kernel, sizes, padding, strict=True)]
+    lows = [op("maximum", i64(start), i64(0)) for start in starts]
+    highs = [op("minimum", end, i64(size)) for end, size in zip(ends, sizes, strict=True)]
+    empty = None
+    for high, low in zip(highs, lows, strict=True):
+        none = b.compute("le", (high, low), node, torch.bool)
+        empty = none if empty is None else b.compute("logical_or", (empty, none), node, torch.bool)
     if (override := _divisor_override(node)) is not None:
         return b.constant(override, torch.int64), empty
     if _count_include_pad(node):
-        return op("mul", op("sub", h_end, i64(h0)), op("sub", w_end, i64(w0))), empty
-    return op("mul", op("sub", h_hi, h_lo), op("sub", w_hi, w_lo)), empty
+        return product([op("sub", end, i64(start)) for end, start in zip(ends, starts, strict=True)]), empty
+    return product([op("sub", high, low) for high, low in zip(highs, lows, strict=True)]), empty
 
 
 def _windows_over(b: Any, node: torch.fx.Node, grad: torch.fx.Node):
     """Per output window that may hold the current input element, in the order eager adds
     their gradients (row-major over the outputs): its coordinates in the gradient, the
-    lanes where it exists and covers the element (None: all), and its start (h0, w0)."""
-    (kh, kw), (sh, sw), (ph, pw), _ = _params(node)
+    lanes where it exists and covers the element (None: all), and its start per spatial
+    dim; and the element's position in its plane."""
+    kernel, stride, padding, _ = _params(node)
+    dims = len(kernel)
     coords = b.element_coords(sizes_of(node))
-    lead, (h, w) = coords[:-2], coords[-2:]
-    out_h, out_w = sizes_of(grad)[-2:]
+    lead, position = coords[:-dims], coords[-dims:]
+    out_sizes = sizes_of(grad)[-dims:]
     fake = grad.meta["val"]
-    covers = node.target is aten.avg_pool2d_backward.default  # max: the stored index says it
+    covers = node.target in _AVG_BACKWARD  # max: the stored index says it
 
     def holds(expr: sympy.Expr, op: str, bound: int) -> int | bool | None:
         """`expr op bound` per element: None where it always holds, False where never."""
@@ -251,15 +288,14 @@ def _windows_over(b: Any, node: torch.fx.Node, grad: torch.fx.Node):
                 found.append((o, [c for c in conditions if c is not None]))
         return found
 
-    rows_per, cols_per = _windows_per_element(node)
+    per_dim = [along(*args) for args in zip(position, kernel, stride, padding, out_sizes, _windows_per_element(node),
+                                            strict=True)]
     windows = []
-    for oh, h_ok in along(h, kh, sh, ph, out_h, rows_per):
-        for ow, w_ok in along(w, kw, sw, pw, out_w, cols_per):
-            mask = None
-            for condition in h_ok + w_ok:
-                mask = condition if mask is None else b.compute("logical_and", (mask, condition), node, torch.bool)
-            windows.append((lead + (oh, ow), mask, (oh * sh - ph, ow * sw - pw)))
-    return windows, (h, w)
+    for window in itertools.product(*per_dim):  # row-major over the outputs
+        out = tuple(o for o, _ in window)
+        mask = _all(b, node, [c for _, conditions in window for c in conditions])
+        windows.append((lead + out, mask, tuple(o * s - p for o, s, p in zip(out, stride, padding, strict=True))))
+    return windows, position
 
 
 def _add_where(b: Any, node: torch.fx.Node, total: int, grad: int, mask: int | None) -> int:
@@ -269,8 +305,8 @@ def _add_where(b: Any, node: torch.fx.Node, total: int, grad: int, mask: int | N
 
 def _max_pool_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, x: torch.fx.Node, *args: Any) -> int:
     indices = args[5]
-    windows, (h, w) = _windows_over(b, node, grad)
-    own = b.index_value(h * sizes_of(x)[-1] + w)
+    windows, position = _windows_over(b, node, grad)
+    own = b.index_value(_flat(position, sizes_of(x)[-len(position):]))
     total = b.constant(0.0, torch.float32)
     for coords, mask, _ in windows:
         match = b.compute("eq", (b.gather(indices, coords, mask), own), node, torch.bool)
@@ -281,20 +317,23 @@ def _max_pool_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, x: torc
 
 
 def _avg_pool_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, x: torch.fx.Node, *args: Any) -> int:
-    windows, _ = _windows_over(b, node, grad)
-    height, width = sizes_of(x)[-2:]
+    windows, position = _windows_over(b, node, grad)
+    sizes = sizes_of(x)[-len(position):]
     total = b.constant(0.0, torch.float32)
-    for coords, mask, (h0, w0) in windows:
-        divisor, _ = _divisor(b, node, h0, w0, height, width)  # not empty: it covers the element
+    for coords, mask, starts in windows:
+        divisor, _ = _divisor(b, node, starts, sizes)  # not empty: it covers the element
         share = b.compute("truediv", (b.gather(grad, coords, mask), b.cast(divisor, torch.float32, node)), node,
                           torch.float32)
         total = _add_where(b, node, total, share, mask)
     return b.cast(total, _out_cdt(node), node)
 
 
-LOWERINGS.register(aten.max_pool2d_with_indices.default, checker=_check, gathers=(0,), coordinates=True)(_max_pool)
-LOWERINGS.register(aten.avg_pool2d.default, checker=_check, gathers=(0,), coordinates=True)(_avg_pool)
-LOWERINGS.register(aten.max_pool2d_with_indices_backward.default, checker=_check, gathers=(0, 7), unread=(1,),
-                   coordinates=True)(_max_pool_backward)
-LOWERINGS.register(aten.avg_pool2d_backward.default, checker=_check, gathers=(0,), unread=(1,),
-                   coordinates=True)(_avg_pool_backward)
+for _max, _avg, _max_backward, _avg_backward in (
+        (aten.max_pool2d_with_indices.default, aten.avg_pool2d.default,
+         aten.max_pool2d_with_indices_backward.default, aten.avg_pool2d_backward.default),
+        (aten.max_pool3d_with_indices.default, aten.avg_pool3d.default,
+         aten.max_pool3d_with_indices_backward.default, aten.avg_pool3d_backward.default)):
+    LOWERINGS.register(_max, checker=_check, gathers=(0,), coordinates=True)(_max_pool)
+    LOWERINGS.register(_avg, checker=_check, gathers=(0,), coordinates=True)(_avg_pool)
+    LOWERINGS.register(_max_backward, checker=_check, gathers=(0, 7), unread=(1,), coordinates=True)(_max_pool_backward)
+    LOWERINGS.register(_avg_backward, checker=_check, gathers=(0,), unread=(1,), coordinates=True)(_avg_pool_backward)
