@@ -153,6 +153,23 @@ def test_one_kernel_source_for_all_sizes(device: str) -> None:
     assert source.count("tl.store(") == 1  # intermediates stay in registers
 
 
+def test_a_kernel_computes_each_constant_size_and_operation_once(device: str) -> None:
+    """What rules build more than once (a window's bound checks against 0 and a size; the
+    `x * 2` of two nodes) is one line of the kernel, named for its first node."""
+    def fn(x):
+        return x * 2 + x * 2, F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)
+
+    x = torch.randn(2, 3, 7, 8, device=device)
+    with capture() as reports:
+        assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x), fn(x))
+    assert len(reports[0].kernels) == 2
+    for source in reports[0].kernels:
+        values = [line.split(" = ", 1)[1].split("  # ")[0] for line in source.splitlines()
+                  if re.match(r"\s+tmp\d+ = ", line) and "tl.load(" not in line]
+        assert len(values) == len(set(values)), sorted({v for v in values if values.count(v) > 1})
+    assert len(re.findall(r"= \(tmp\d+ \* tmp\d+\)", reports[0].kernels[0])) == 1, reports[0].kernels[0]  # x * 2
+
+
 def test_transposed_and_broadcast_inputs_keep_eager_strides(device: str) -> None:
     compiled = torch.compile(chain, backend="xpu_lite", dynamic=True)
     for n in (6, 9):

@@ -175,6 +175,7 @@ class KernelBuilder:
         self.values: list[ir.Value] = []
         self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
         self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
+        self.known: dict[tuple[Any, ...], int] = {}  # pure values already computed (see _add)
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
@@ -191,7 +192,14 @@ class KernelBuilder:
         return index_expr(at, sizes, strides, self.coords(at))
 
     def _add(self, value: ir.Value) -> int:
+        """The value's index; a constant, size expression or computation already in the
+        kernel is not computed again (it keeps its first node's name)."""
+        key = _pure_key(value)
+        if key is not None and key in self.known:
+            return self.known[key]
         self.values.append(value)
+        if key is not None:
+            self.known[key] = len(self.values) - 1
         return len(self.values) - 1
 
     def load(self, node: torch.fx.Node, at: tuple[sympy.Expr, ...], root: torch.fx.Node | None = None) -> int:
@@ -288,6 +296,19 @@ class KernelBuilder:
 
     def scan(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
         return self._add(ir.Scan(op, value, dtype, node.name))
+
+
+def _pure_key(value: ir.Value) -> tuple[Any, ...] | None:
+    """What makes two values the same, for those computed from their operands alone: a
+    constant by its type and repr (-0.0 is not 0.0, and NaN is NaN), a Compute without its
+    node. Loads, reductions and scans are never merged here."""
+    if isinstance(value, ir.Constant):
+        return ("constant", type(value.value), repr(value.value), value.dtype)
+    if isinstance(value, ir.SymValue):
+        return ("sym", value.expr, value.dtype)
+    if isinstance(value, ir.Compute):
+        return ("compute", value.op, value.args, value.dtype)
+    return None
 
 
 def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
