@@ -125,21 +125,11 @@ def _compare(b: Any, node: torch.fx.Node, op: str, expr: sympy.Expr, bound: symp
     return b.compute(op, (b.index_value(expr), b.index_value(sympy.sympify(bound))), node, torch.bool)
 
 
-def _all(b: Any, node: torch.fx.Node, conditions: list[int]) -> int | None:
-    """The conjunction of bool values; None (every lane) for none."""
-    if not conditions:
-        return None
-    value = conditions[0]
-    for other in conditions[1:]:
-        value = b.compute("logical_and", (value, other), node, torch.bool)
-    return value
-
-
 def _in_range(b: Any, node: torch.fx.Node, expr: sympy.Expr, lo: Any = None, hi: Any = None) -> int | None:
     """lo <= expr < hi (a bound of None is not checked), or None when neither is."""
     conditions = [] if lo is None else [_compare(b, node, "ge", expr, lo)]
     conditions += [] if hi is None else [_compare(b, node, "lt", expr, hi)]
-    return _all(b, node, conditions)
+    return b.all_of(conditions, node)
 
 
 def _pick(b: Any, node: torch.fx.Node, inside: int | None, value: int, otherwise: int) -> int:
@@ -179,7 +169,7 @@ def _pad(b: Any, node: torch.fx.Node, x: torch.fx.Node, pad: list[Any], value: A
         inside = _in_range(b, node, coords[d], None if before.is_number and before <= 0 else 0,
                            None if after.is_number and after <= 0 else in_sizes[d])
         conditions += [] if inside is None else [inside]
-    inside = _all(b, node, conditions)
+    inside = b.all_of(conditions, node)
     loaded = b.cast(b.gather(x, tuple(coords), inside), _out_cdt(node), node)
     return _pick(b, node, inside, loaded, _arg(b, value, _out_cdt(node), node))
 
@@ -205,7 +195,7 @@ def _slice_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim:
     conditions = [_in_range(b, node, coords[d], first, first + _sizes(src)[d] * step)]
     if step != 1:
         conditions.append(_compare(b, node, "eq", ModularIndexing(offset, 1, step), 0))
-    inside = _all(b, node, conditions)
+    inside = b.all_of(conditions, node)
     at = coords[:d] + (FloorDiv(offset, step) if step != 1 else offset,) + coords[d + 1:]
     cdt = _out_cdt(node)
     return _pick(b, node, inside, b.cast(b.gather(src, at, inside), cdt, node), _arg(b, x, cdt, node))

@@ -291,6 +291,20 @@ class KernelBuilder:
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
 
+    def all_of(self, conditions: list[int], node: torch.fx.Node) -> int | None:
+        """The lanes where every bool value holds; None (every lane) for none."""
+        return self._fold("logical_and", conditions, node)
+
+    def any_of(self, conditions: list[int], node: torch.fx.Node) -> int | None:
+        """The lanes where some bool value holds; None for none."""
+        return self._fold("logical_or", conditions, node)
+
+    def _fold(self, op: str, conditions: list[int], node: torch.fx.Node) -> int | None:
+        value = None
+        for condition in conditions:
+            value = condition if value is None else self.compute(op, (value, condition), node, torch.bool)
+        return value
+
     def reduce(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
         return self._add(ir.Reduce(op, value, dtype, node.name))
 

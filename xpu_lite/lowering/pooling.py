@@ -51,28 +51,28 @@ def _per_dim(value: Any, default: Any, dims: int) -> tuple[Any, ...]:
     return values * dims if len(values) == 1 else values
 
 
-# op -> its spatial dims and the positions of its input, kernel size, stride, padding and
-# dilation (None: no dilation); the 3-D ops take their arguments where the 2-D ones do
-_POSITIONS = {
-    aten.max_pool2d_with_indices.default: (2, 0, 1, 2, 3, 4),
-    aten.avg_pool2d.default: (2, 0, 1, 2, 3, None),
-    aten.max_pool2d_with_indices_backward.default: (2, 1, 2, 3, 4, 5),
-    aten.avg_pool2d_backward.default: (2, 1, 2, 3, 4, None),
-    aten.max_pool3d_with_indices.default: (3, 0, 1, 2, 3, 4),
-    aten.avg_pool3d.default: (3, 0, 1, 2, 3, None),
-    aten.max_pool3d_with_indices_backward.default: (3, 1, 2, 3, 4, 5),
-    aten.avg_pool3d_backward.default: (3, 1, 2, 3, 4, None),
+# op -> its role, its spatial dims and the positions of its input, kernel size, stride,
+# padding and dilation (None: no dilation); the 3-D ops take their arguments where the 2-D
+# ones do
+_OPS = {
+    aten.max_pool2d_with_indices.default: ("max", 2, 0, 1, 2, 3, 4),
+    aten.avg_pool2d.default: ("avg", 2, 0, 1, 2, 3, None),
+    aten.max_pool2d_with_indices_backward.default: ("max backward", 2, 1, 2, 3, 4, 5),
+    aten.avg_pool2d_backward.default: ("avg backward", 2, 1, 2, 3, 4, None),
+    aten.max_pool3d_with_indices.default: ("max", 3, 0, 1, 2, 3, 4),
+    aten.avg_pool3d.default: ("avg", 3, 0, 1, 2, 3, None),
+    aten.max_pool3d_with_indices_backward.default: ("max backward", 3, 1, 2, 3, 4, 5),
+    aten.avg_pool3d_backward.default: ("avg backward", 3, 1, 2, 3, 4, None),
 }
-_BACKWARD = (aten.max_pool2d_with_indices_backward.default, aten.avg_pool2d_backward.default,
-             aten.max_pool3d_with_indices_backward.default, aten.avg_pool3d_backward.default)
-_MAX_BACKWARD = (aten.max_pool2d_with_indices_backward.default, aten.max_pool3d_with_indices_backward.default)
-_AVG = (aten.avg_pool2d.default, aten.avg_pool3d.default)
-_AVG_BACKWARD = (aten.avg_pool2d_backward.default, aten.avg_pool3d_backward.default)
+
+
+def _role(node: torch.fx.Node) -> str:
+    return _OPS[node.target][0]
 
 
 def _params(node: torch.fx.Node) -> tuple[tuple[int, ...], ...]:
     """(kernel, stride, padding, dilation), each one int per spatial dim (D,) H, W."""
-    dims, _, k, st, pad, dil = _POSITIONS[node.target]
+    _, dims, _, k, st, pad, dil = _OPS[node.target]
     args = list(node.args) + [None] * 8
     kernel = _per_dim(args[k], None, dims)
     stride = _per_dim(args[st], kernel, dims)
@@ -96,16 +96,8 @@ def _flat(position: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...]) -> sy
     return index
 
 
-def _all(b: Any, node: torch.fx.Node, conditions: list[int]) -> int | None:
-    """The lanes where every condition holds (None: no condition)."""
-    mask = None
-    for condition in conditions:
-        mask = condition if mask is None else b.compute("logical_and", (mask, condition), node, torch.bool)
-    return mask
-
-
 def _check(node: torch.fx.Node) -> str | None:
-    dims, position = _POSITIONS[node.target][:2]
+    _, dims, position = _OPS[node.target][:3]
     x = node.args[position]
     val = node.meta.get("val")
     out = val[0] if isinstance(val, (tuple, list)) else val
@@ -113,11 +105,11 @@ def _check(node: torch.fx.Node) -> str | None:
         return why
     if not isinstance(x, torch.fx.Node) or (why := _tensor_rejection(x.meta.get("val"), FLOATS, "input")) is not None:
         return why or "an input that is not a graph node"
-    if node.target in _BACKWARD:
+    if _role(node).endswith("backward"):
         grad = node.args[0]
         if not isinstance(grad, torch.fx.Node) or (why := _tensor_rejection(grad.meta.get("val"), FLOATS, "gradient")):
             return why or "a gradient that is not a graph node"
-    if node.target in _MAX_BACKWARD:
+    if _role(node) == "max backward":
         indices = node.args[7]
         if not isinstance(indices, torch.fx.Node) or \
                 (why := _tensor_rejection(indices.meta.get("val"), (torch.int64,), "indices")):
@@ -137,18 +129,18 @@ def _check(node: torch.fx.Node) -> str | None:
         return "a divisor_override that is not an int"
     if math.prod(params[0]) > MAX_TAPS:
         return f"a {'x'.join(map(str, params[0]))} window: more than {MAX_TAPS} taps to unroll"
-    if node.target in _BACKWARD and math.prod(_windows_per_element(node)) > MAX_TAPS:
+    if _role(node).endswith("backward") and math.prod(_windows_per_element(node)) > MAX_TAPS:
         return f"{_windows_per_element(node)} windows per element: more than {MAX_TAPS} to unroll"
     return None
 
 
 def _divisor_override(node: torch.fx.Node) -> Any:
-    position = 6 if node.target in _AVG else 7 if node.target in _AVG_BACKWARD else None
+    position = {"avg": 6, "avg backward": 7}.get(_role(node))
     return None if position is None or len(node.args) <= position else node.args[position]
 
 
 def _count_include_pad(node: torch.fx.Node) -> bool:
-    position = 5 if node.target in _AVG else 6
+    position = 5 if _role(node) == "avg" else 6
     return True if len(node.args) <= position or node.args[position] is None else bool(node.args[position])
 
 
@@ -169,7 +161,7 @@ def _window(b: Any, node: torch.fx.Node, x: torch.fx.Node):
         if any(ok is False for _, ok in tap):
             continue  # never inside the input (a length-1 dim of avg_pool1d's, say)
         position = tuple(p for p, _ in tap)
-        taps.append((lead + position, _all(b, node, [ok for _, ok in tap if ok is not None]), position))
+        taps.append((lead + position, b.all_of([ok for _, ok in tap if ok is not None], node), position))
     return taps, starts, sizes
 
 
@@ -187,10 +179,8 @@ def _inside(b: Any, node: torch.fx.Node, expr: sympy.Expr, size: sympy.Expr, fak
             return False
         left, right = (expr, low) if op == "ge" else (expr, size)
         conditions.append(b.compute(op, (b.index_value(left), b.index_value(right)), node, torch.bool))
-    if not conditions:
-        return None
-    mask = conditions[0] if len(conditions) == 1 else b.compute("logical_and", tuple(conditions), node, torch.bool)
-    if not expr.free_symbols & ir.INDEX_SYMBOLS:
+    mask = b.all_of(conditions, node)
+    if mask is not None and not expr.free_symbols & ir.INDEX_SYMBOLS:
         mask = b.compute("broadcast", (mask,), node, torch.bool)  # a load's mask must be a block
     return mask
 
@@ -244,10 +234,7 @@ def _divisor(b: Any, node: torch.fx.Node, starts: tuple[sympy.Expr, ...],
             for start, k, size, p in zip(starts, kernel, sizes, padding, strict=True)]
     lows = [op("maximum", i64(start), i64(0)) for start in starts]
     highs = [op("minimum", end, i64(size)) for end, size in zip(ends, sizes, strict=True)]
-    empty = None
-    for high, low in zip(highs, lows, strict=True):
-        none = b.compute("le", (high, low), node, torch.bool)
-        empty = none if empty is None else b.compute("logical_or", (empty, none), node, torch.bool)
+    empty = b.any_of([b.compute("le", (high, low), node, torch.bool) for high, low in zip(highs, lows, strict=True)], node)
     if (override := _divisor_override(node)) is not None:
         return b.constant(override, torch.int64), empty
     if _count_include_pad(node):
@@ -266,7 +253,7 @@ def _windows_over(b: Any, node: torch.fx.Node, grad: torch.fx.Node):
     lead, position = coords[:-dims], coords[-dims:]
     out_sizes = sizes_of(grad)[-dims:]
     fake = grad.meta["val"]
-    covers = node.target in _AVG_BACKWARD  # max: the stored index says it
+    covers = _role(node) == "avg backward"  # max: the stored index says it
 
     def holds(expr: sympy.Expr, op: str, bound: int) -> int | bool | None:
         """`expr op bound` per element: None where it always holds, False where never."""
@@ -293,7 +280,7 @@ def _windows_over(b: Any, node: torch.fx.Node, grad: torch.fx.Node):
     windows = []
     for window in itertools.product(*per_dim):  # row-major over the outputs
         out = tuple(o for o, _ in window)
-        mask = _all(b, node, [c for _, conditions in window for c in conditions])
+        mask = b.all_of([c for _, conditions in window for c in conditions], node)
         windows.append((lead + out, mask, tuple(o * s - p for o, s, p in zip(out, stride, padding, strict=True))))
     return windows, position
 
@@ -328,12 +315,9 @@ def _avg_pool_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, x: torc
     return b.cast(total, _out_cdt(node), node)
 
 
-for _max, _avg, _max_backward, _avg_backward in (
-        (aten.max_pool2d_with_indices.default, aten.avg_pool2d.default,
-         aten.max_pool2d_with_indices_backward.default, aten.avg_pool2d_backward.default),
-        (aten.max_pool3d_with_indices.default, aten.avg_pool3d.default,
-         aten.max_pool3d_with_indices_backward.default, aten.avg_pool3d_backward.default)):
-    LOWERINGS.register(_max, checker=_check, gathers=(0,), coordinates=True)(_max_pool)
-    LOWERINGS.register(_avg, checker=_check, gathers=(0,), coordinates=True)(_avg_pool)
-    LOWERINGS.register(_max_backward, checker=_check, gathers=(0, 7), unread=(1,), coordinates=True)(_max_pool_backward)
-    LOWERINGS.register(_avg_backward, checker=_check, gathers=(0,), unread=(1,), coordinates=True)(_avg_pool_backward)
+# role -> (rule, the positions it loads itself, positions it never reads)
+_RULES = {"max": (_max_pool, (0,), ()), "avg": (_avg_pool, (0,), ()),
+          "max backward": (_max_pool_backward, (0, 7), (1,)), "avg backward": (_avg_pool_backward, (0,), (1,))}
+for _op, _spec in _OPS.items():
+    _rule, _gathers, _unread = _RULES[_spec[0]]
+    LOWERINGS.register(_op, checker=_check, gathers=_gathers, unread=_unread, coordinates=True)(_rule)
