@@ -311,3 +311,18 @@ def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -
     _run(bn, torch.randn(4, 3, 5, 5, requires_grad=True), backward=True)
     assert any(kind == "fp32" for k in captured for kind in kernel_signature(k).values())
     _compile_for_cuda(captured)
+
+
+def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:
+    """Adaptive pools and their backward: reductions whose rows are windows of symbolic
+    length, with masked loads and int64 coordinates (the max's index in a second pass when
+    looped: both sources compile, with int32 and int64 indexing)."""
+    from .test_adaptive_pooling import adaptive_pools, backward_pools
+
+    _run(adaptive_pools, torch.randn(2, 3, 7, 8).to(torch.bfloat16))
+    _run(lambda x: sum(out.sum() for out in backward_pools(*[x] * 6)),
+         torch.randn(2, 3, 7, 8).requires_grad_(), backward=True)
+    nodes = {n.rstrip("_0123456789") for k in captured for n in k.nodes}
+    assert nodes >= {"adaptive_max_pool2d", "_adaptive_avg_pool2d", "adaptive_max_pool2d_backward",
+                     "_adaptive_avg_pool2d_backward", "adaptive_max_pool3d_backward", "_adaptive_avg_pool3d_backward"}, nodes
+    _compile_for_cuda(captured, index_spans=(0, 2**31))

@@ -220,7 +220,9 @@ def test_symbolic_positions_are_normalized_by_the_wrapper(device: str) -> None:
     assert " if " in reports[0].source and "a size the kernel cannot compute" in reports[0].source
 
 
-def test_masked_loads_only_in_untiled_pointwise_kernels() -> None:
+def test_masked_loads_and_coordinates_only_in_untiled_kernels() -> None:
+    """Pointwise kernels (cat, pad) and reductions (adaptive pools' windows) compute
+    coordinates and masks; a tiled kernel's lanes are not one flat index, so it does not."""
     s0 = ir.XINDEX  # any index expression will do
     buf = ir.Buffer("in_ptr0", torch.float32, (8,), (1,))
     out = ir.Buffer("out_ptr0", torch.float32, (8,), (1,))
@@ -228,10 +230,15 @@ def test_masked_loads_only_in_untiled_pointwise_kernels() -> None:
               ir.Load("in_ptr0", s0, torch.float32, mask=2))
     kernel = ir.Kernel("kernel_0", 8, (buf,), (out,), values, (ir.Store("out_ptr0", s0, 3),), ("cat",))
     assert ir.verify(kernel) is kernel
+    assert ir.verify(dataclasses.replace(kernel, rnumel=4)) is not None
     with pytest.raises(ir.IRError, match="under a mask"):
         ir.verify(dataclasses.replace(kernel, values=values[:3] + (ir.Load("in_ptr0", s0, torch.float32, mask=1),)))
+    tile = ir.Tile(0, 1, 8, 1)
     with pytest.raises(ir.IRError, match="computes a coordinate"):
-        ir.verify(dataclasses.replace(kernel, rnumel=4))
+        ir.verify(dataclasses.replace(kernel, tile=tile))
+    masked = (ir.Constant(True, torch.bool), ir.Load("in_ptr0", ir.YINDEX, torch.float32, mask=0))
+    with pytest.raises(ir.IRError, match="under a mask"):
+        ir.verify(dataclasses.replace(kernel, values=masked, stores=(ir.Store("out_ptr0", ir.YINDEX, 1),), tile=tile))
 
 
 def test_arange_is_the_coordinate(device: str) -> None:

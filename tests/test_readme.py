@@ -48,7 +48,8 @@ def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
 def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
                "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
-               "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()", "return_indices=True"]
+               "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()", "F.max_pool2d(x, 3, 2, 1, return_indices=True)",
+               "F.adaptive_max_pool2d(x, (3, 4)"]
     assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
     for marker in covered:
         block(marker)
@@ -107,8 +108,14 @@ def test_placing_ops_example() -> None:
 
 
 def test_pooling_example() -> None:
-    ns = run(block("return_indices=True"))  # its asserts: values, indices and averages bitwise eager's
+    ns = run(block("F.max_pool2d(x, 3, 2, 1, return_indices=True)"))  # its asserts: values, indices and averages bitwise eager's
     assert "torch.ops.aten." not in ns["sources"][0] and xpu_lite.counters.fallback_nodes == 0
+
+
+def test_adaptive_pooling_example() -> None:
+    run(block("F.adaptive_max_pool2d(x, (3, 4)"))  # its asserts: max bitwise, avg close, one graph, no eager call
+    assert xpu_lite.counters.fallback_nodes == 0
+    assert xpu_lite.counters.kernels_compiled == 2  # one per pool, the relu in the avg's
 
 
 def test_lookups_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,6 +25,7 @@ import torch
 
 from ..lowering import ir
 from .emitter import Emitter
+from .printer import pexpr
 from .triton import (TARGET_IMPORTS, TL_DTYPE, comment, lane_index, math_table, parameters, scalar_or_compute, stored_value,
                      used_values)
 
@@ -73,8 +74,12 @@ class _Source:
 
     # -- analysis -----------------------------------------------------------------------
     def _level(self, value: ir.Value) -> int:
-        if isinstance(value, ir.Load):
-            return _ELEMENT if ir.RINDEX in value.index.free_symbols else _ROW
+        if isinstance(value, (ir.Load, ir.SymValue)):  # a SymValue may be a coordinate
+            symbols = (value.index if isinstance(value, ir.Load) else value.expr).free_symbols
+            level = _ELEMENT if ir.RINDEX in symbols else _ROW if ir.XINDEX in symbols else _SCALAR
+            if isinstance(value, ir.Load):  # at least per row; per element under a per-element mask
+                level = max(level, _ROW, _SCALAR if value.mask is None else self.level[value.mask])
+            return level
         if isinstance(value, ir.Reduce):
             return _ROW
         if isinstance(value, ir.Scan):
@@ -90,6 +95,8 @@ class _Source:
             return self.phase[value.arg]  # the carry runs along the same pass
         if isinstance(value, ir.Compute):
             return max((self.phase[a] for a in value.args), default=0)
+        if isinstance(value, ir.Load) and value.mask is not None:
+            return self.phase[value.mask]
         return 0
 
     def _loops(self) -> int:
@@ -111,6 +118,8 @@ class _Source:
                 stack.extend(a for a in value.args if self.level[a] == _ELEMENT)
             elif isinstance(value, ir.Scan) and self.level[value.arg] == _ELEMENT:
                 stack.append(value.arg)
+            elif isinstance(value, ir.Load) and value.mask is not None and self.level[value.mask] == _ELEMENT:
+                stack.append(value.mask)
         return sorted(seen)
 
     # -- emission ---------------------------------------------------------------------
@@ -204,10 +213,16 @@ class _Source:
         if isinstance(value, ir.Load):
             index = lane_index(value.index, (ir.XINDEX,))
             mask = "mask" if self.level[i] == _ELEMENT else "xmask"
+            if value.mask is not None:  # lanes outside the element's window (adaptive pools)
+                mask += f" & {self.names[value.mask]}"
             text = f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
         elif isinstance(value, ir.Scan):
             self._scan(i, name)
             return
+        elif isinstance(value, ir.SymValue) and value.expr.free_symbols & {ir.XINDEX, ir.RINDEX}:
+            # a coordinate computes in the index dtype (int32 unless a launch indexes past 2**31):
+            # as wide as its value says, so an int64 constant (a reduction's identity) meets it
+            text = f"({pexpr(value.expr)}).to({TL_DTYPE[value.dtype]})"
         else:
             text = scalar_or_compute(value, [self.names[a] for a in getattr(value, "args", ())], self.table, "[XBLOCK, 1]")
         self.out.line(f"{name} = {text}", comment(value))

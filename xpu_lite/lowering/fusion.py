@@ -10,7 +10,9 @@ as 1 or squeezed) or of size S (the row broadcast back over D) join it. A group 
 it reads from outside, computes its nodes in registers, and stores only the values
 something outside the group reads, at the strides eager would give them
 (kernel_builder.py builds each group's kernel). A scatter node (index_put, scatter) is a
-group of its own that stores into its input's buffer (scatter.py).
+group of its own that stores into its input's buffer (scatter.py). An adaptive pool is a
+reduction over a space of its own: its result's elements times a bound on their windows
+(adaptive.py); consumers of its rows join it.
 """
 from __future__ import annotations
 
@@ -173,6 +175,8 @@ def _is_constant(node: torch.fx.Node) -> bool:
 
 
 def _own_space(node: torch.fx.Node) -> Space:
+    if (own := LOWERINGS.own_space(node)) is not None:
+        return Space(*own)
     rdims = LOWERINGS.reduced_dims(node)
     if rdims is None:
         return Space(sizes_of(node))
@@ -214,7 +218,7 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any) -> Space | None:
     space, members = run.space, set(run.members)
     own = _own_space(node)
     if LOWERINGS.reads_coordinates(node) and space.rdims or own.rdims and any(map(LOWERINGS.reads_coordinates, members)):
-        return None  # coordinates (and masked loads) are computed in pointwise kernels only
+        return None  # a reduction computes no coordinates but its own (an adaptive pool's window)
     if any(view_root(a, is_view) in members for a in LOWERINGS.gathered(node)):
         return None  # it loads its inputs at positions of its own: from memory
     member_shapes = _member_shapes(run, node, is_view)

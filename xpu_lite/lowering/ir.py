@@ -6,7 +6,8 @@ Kernel (rnumel set) walks `numel` output rows (xindex) times `rnumel` reduced el
 (rindex): values whose index involves rindex are per element, Reduce values are per row,
 and Scan values (a running sum or product along rindex) are per element.
 Each Load reads a buffer at an index expression of xindex, rindex and the size symbols
-(where a bool value says so, for ops that read inputs at positions of their own: cat, pad;
+(where a bool value says so, for ops that read inputs at positions of their own: cat, pad,
+the windows of pools;
 and at positions loaded from another tensor, an indirect load: embedding, gather);
 Compute, Reduce and Scan nodes form an SSA list; each Store writes one value to an output
 buffer (a scatter's writes or adds it at positions loaded from another tensor). Built by
@@ -88,7 +89,7 @@ class Constant:
 @dataclasses.dataclass(frozen=True)
 class SymValue:
     """A SymInt operand: its expression over the size symbols, which are kernel arguments;
-    in a pointwise kernel, also an element's coordinate (an expression of xindex)."""
+    also an element's coordinate (an expression of xindex, and in a reduction of rindex)."""
 
     expr: sympy.Expr
     dtype: torch.dtype
@@ -264,10 +265,10 @@ def verify(kernel: Kernel) -> Kernel:
         if isinstance(value, Load):
             if value.buffer not in {b.name for b in kernel.inputs}:
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r}, which is not an input")
-            if value.mask is not None and (kernel.is_reduction or kernel.tile is not None or not 0 <= value.mask < i
+            if value.mask is not None and (kernel.tile is not None or not 0 <= value.mask < i
                                            or kernel.values[value.mask].dtype is not torch.bool):
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} under a mask that is not an earlier "
-                              "bool value of an untiled pointwise kernel")
+                              "bool value of an untiled kernel")
             indirect = {value_symbol(j) for j, _ in value.bounds}
             if value.bounds and (kernel.is_reduction or kernel.tile is not None or any(
                     not 0 <= j < i or kernel.values[j].dtype not in (torch.int32, torch.int64) for j, _ in value.bounds)):
@@ -275,8 +276,8 @@ def verify(kernel: Kernel) -> Kernel:
                               "values of an untiled pointwise kernel")
             if value.index.free_symbols & (every_value - indirect):
                 raise IRError(f"{kernel.name}: value {i} indexes with a value it does not bound: {value.index}")
-        elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and (kernel.is_reduction or kernel.tile):
-            raise IRError(f"{kernel.name}: value {i} computes a coordinate {value.expr} outside an untiled pointwise kernel")
+        elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and kernel.tile:
+            raise IRError(f"{kernel.name}: value {i} computes a coordinate {value.expr} in a tiled kernel")
         elif isinstance(value, Compute):
             if any(a >= i or a < 0 for a in value.args):
                 raise IRError(f"{kernel.name}: node {value.node} op {value.op} ({value.dtype}) uses a later value {value.args}")

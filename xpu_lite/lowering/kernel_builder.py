@@ -225,6 +225,12 @@ class KernelBuilder:
         assert not self.space.rdims and self.tile is None and shape == self.space.sizes
         return flat_coords(ir.XINDEX, shape)
 
+    def reduction_coords(self) -> tuple[sympy.Expr, ...]:
+        """Coordinates of the current element (xindex, rindex) in a reduction space of a
+        rule's own (an adaptive pool's: LOWERINGS.own_space)."""
+        assert self.space.rdims
+        return space_coords(self.space)
+
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
         value `mask` is true (None: every lane); a view reads its root buffer."""

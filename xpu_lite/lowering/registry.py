@@ -4,8 +4,8 @@ A checker is a pure function of the node's fake-tensor metadata (and, for atomic
 torch.are_deterministic_algorithms_enabled(), which Dynamo guards): None where the rule
 takes the node, else why not (explain() prints it). The partitioner calls checkers only,
 fusion calls rules only. The rules live in pointwise.py, indexing.py, gather.py,
-scatter.py and reduction.py (imported by the lowering package, so the registry is
-complete once `xpu_lite.lowering` is imported).
+scatter.py, reduction.py, pooling.py and adaptive.py (imported by the lowering package,
+so the registry is complete once `xpu_lite.lowering` is imported).
 """
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ class Lowering:
     # scatters (index_put, scatter): node -> the shape of the elements it stores at loaded
     # positions (the rule builds that kernel: scatter.py), None for other ops
     scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None
+    # reductions over a space of their own rather than their input's (adaptive pools: each
+    # result element times a bound on its window): node -> (sizes, reduced dims) of it
+    space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None
 
 
 class LoweringRegistry:
@@ -51,12 +54,13 @@ class LoweringRegistry:
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
         gathers: tuple[int, ...] = (), coordinates: bool = False, unread: tuple[int, ...] = (),
         scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
+        space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
                 self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers,
-                                           coordinates or bool(gathers), unread, scatter)
+                                           coordinates or bool(gathers), unread, scatter, space)
             return rule
 
         return wrap
@@ -65,9 +69,18 @@ class LoweringRegistry:
         return self._table[node.target].rule
 
     def reduced_dims(self, node: torch.fx.Node) -> tuple[int, ...] | None:
-        """The dims of node.args[0] a reduction node reduces (sorted); None for other nodes."""
+        """The dims a reduction node reduces (sorted): of node.args[0], or of its own space
+        (see own_space); None for other nodes."""
         entry = self._table.get(node.target)
+        if entry is not None and entry.space is not None:
+            return entry.space(node)[1]
         return None if entry is None or entry.reduces is None else entry.reduces(node)
+
+    def own_space(self, node: torch.fx.Node) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
+        """(sizes, reduced dims) of a reduction over a space of its own (see Lowering); None
+        for other nodes."""
+        entry = self._table.get(node.target)
+        return None if entry is None or entry.space is None else entry.space(node)
 
     def scatter_space(self, node: torch.fx.Node) -> tuple[Any, ...] | None:
         """The shape of the elements a scatter node stores (see Lowering); None for others."""

@@ -1,0 +1,239 @@
+"""Kernels for adaptive pools (lowering/adaptive.py): each result element reduces a window
+whose length depends on the symbolic input size, so one kernel serves every size. Max
+values and indices are bitwise eager's (NaN, -inf and ties included); avg results and all
+gradients are sums taken in the reduction's order, so float32 ones are within a few
+roundings of eager's (FLOAT32_TOL) and fp16/bf16 ones no further from the float64 result
+than eager's (LOW_PRECISION_TOL)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import xpu_lite
+from xpu_lite.lowering import DecisionKind
+from xpu_lite.report import capture
+
+from .conftest import assert_bitwise
+from .test_indexing import _first_samples, _small
+from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _run_samples
+
+OPINFOS = {"nn.functional.adaptive_avg_pool1d": "aten._adaptive_avg_pool2d.default",
+           "nn.functional.adaptive_avg_pool2d": "aten._adaptive_avg_pool2d.default",
+           "nn.functional.adaptive_avg_pool3d": "aten._adaptive_avg_pool3d.default",
+           "nn.functional.adaptive_max_pool1d": "aten.adaptive_max_pool2d.default",
+           "nn.functional.adaptive_max_pool2d": "aten.adaptive_max_pool2d.default",
+           "nn.functional.adaptive_max_pool3d": "aten.adaptive_max_pool3d.default"}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+FLOAT32_TOL = dict(rtol=4e-6, atol=1e-6, equal_nan=True)  # a sum of a few elements in another order
+
+
+def _close(actual, eager, reference) -> None:
+    """Max results (and every integer result) bitwise; avg ones within the stated tolerance."""
+    if isinstance(eager, (tuple, list)):
+        for a, e, r in zip(actual, eager, reference, strict=True):
+            _close(a, e, r)
+        return
+    if eager.dtype is torch.float32:
+        torch.testing.assert_close(actual, eager, **FLOAT32_TOL)
+    elif eager.is_floating_point():
+        _closer_than_eager(actual, eager, reference, LOW_PRECISION_TOL[eager.dtype])
+    else:
+        assert_bitwise(actual, eager)
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_samples_match_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == name)
+    if dtype not in op.supported_dtypes(device):
+        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    samples = _first_samples([s for s in op.sample_inputs(device, dtype) if _small(s)])
+
+    def check(out, fn, sample):
+        eager = fn(sample.input, *sample.args)
+        if "max" in name:
+            assert_bitwise(out, eager)  # a max is exact in any dtype, and its index is eager's
+        else:
+            _close(out, eager, fn(sample.input.double(), *sample.args))
+
+    with capture() as reports:
+        _run_samples(op, samples, where, check)
+    lowered = any(d.op == OPINFOS[name] and d.kind is DecisionKind.KERNEL for r in reports for d in r.decisions)
+    assert lowered, f"no sample of {name} was lowered to a kernel"
+
+
+def _gradient(fn, x: torch.Tensor, grad: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    x = x.detach().clone().requires_grad_()
+    out = fn(x)
+    out = out[0] if isinstance(out, tuple) else out
+    grad = torch.randn_like(out) if grad is None else grad
+    out.backward(grad)
+    return x.grad, grad
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_sample_gradients_match_eager(device: str, name: str, where: str) -> None:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == name)
+    samples = _first_samples([s for s in op.sample_inputs(device, torch.float32) if _small(s)])
+    with capture() as reports:
+        for sample in samples:
+            torch._dynamo.reset()
+
+            def fn(x, sample=sample):
+                if where == "lite region":
+                    with xpu_lite.compile_region():
+                        return op(x, *sample.args, **sample.kwargs)
+                return op(x, *sample.args, **sample.kwargs)
+
+            compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
+            actual, grad = _gradient(compiled, sample.input)
+            torch.testing.assert_close(actual, _gradient(fn, sample.input, grad)[0], **FLOAT32_TOL)
+    backward = [d for r in reports if r.kind == "backward" for d in r.decisions if "adaptive" in d.op]
+    kernels = [d for d in backward if d.kind is DecisionKind.KERNEL]
+    assert len(kernels) == sum(s.input.numel() > 0 for s in samples), backward
+    assert all("statically empty" in str(d.reason) for d in backward if d not in kernels), backward
+
+
+def adaptive_pools(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Windows of varying length (the result smaller than the input, larger, and a 1-D
+    pool, which runs the 2-D op over a length-1 dim), with max's values and indices."""
+    values, indices = F.adaptive_max_pool2d(x, (3, 4), return_indices=True)
+    return (values, indices, F.adaptive_max_pool2d(x, (17, 2)), F.adaptive_avg_pool2d(x, (3, 4)),
+            F.adaptive_avg_pool2d(x, (17, 5)), F.adaptive_max_pool1d(x.flatten(2), 3, return_indices=True)[1],
+            F.adaptive_avg_pool1d(x[:, :, 0], 4))
+
+
+def _special(n: int, device: str) -> torch.Tensor:
+    x = torch.randn(2, 3, n, n + 1, device=device)
+    x[0, 0, 1, 1] = float("nan")  # the window's value and index, wherever it lies
+    x[0, 0, 1, 3] = float("nan")  # a second NaN in some windows: eager's index is the last
+    x[0, 1, :4] = float("-inf")  # windows of -inf only: the first element's index
+    x[1, 2, :3, :3] = 1.0  # ties: the first
+    x[1, 1].fill_(-0.0)
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+def test_windows_for_all_sizes(device: str, dtype: torch.dtype) -> None:
+    """One graph, one kernel source per pool for every input size and layout; max values and
+    indices bitwise eager's, NaN (the last one in a window), -inf and ties included."""
+    compiled = torch.compile(adaptive_pools, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (7, 10, 13):
+            for layout in (torch.contiguous_format, torch.channels_last):
+                x = _special(n, device).to(dtype).to(memory_format=layout)
+                actual, eager = compiled(x), adaptive_pools(x)
+                exact = adaptive_pools(x.double())
+                for i, (a, e, r) in enumerate(zip(actual, eager, exact, strict=True)):
+                    if i in (3, 4, 6):  # the avg pools
+                        _close(a, e, r)
+                    else:
+                        assert_bitwise(a, e)
+    assert xpu_lite.counters.forward_graphs <= 2 and not any(r.fallbacks for r in reports)
+    pooled = [d for d in reports[0].decisions if "pool" in d.op]
+    assert len(pooled) == 6 and all(d.kind is DecisionKind.KERNEL for d in pooled), pooled
+    for source in reports[0].kernels:
+        assert not re.search(r"\b(7|8|10|11|13|14)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
+
+
+def backward_pools(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """One input each, so every input's gradient is one pool's backward: windows that
+    overlap (an element in up to 2 x 2 of them; 3-D: 2 x 2 x 2) and windows of one element
+    repeated (a result larger than the input: an element under several windows)."""
+    return (F.adaptive_max_pool2d(xs[0], (3, 4)), F.adaptive_max_pool2d(xs[1], (17, 2)),
+            F.adaptive_avg_pool2d(xs[2], (3, 4)), F.adaptive_avg_pool2d(xs[3], (17, 5)),
+            F.adaptive_avg_pool3d(xs[4].unsqueeze(2).expand(-1, -1, 3, -1, -1), (2, 3, 2)),
+            F.adaptive_max_pool3d(xs[5].unsqueeze(2).expand(-1, -1, 3, -1, -1), (2, 3, 2)))
+
+
+def _gradients(fn, xs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    xs = [x.detach().clone().requires_grad_() for x in xs]
+    torch.autograd.backward(fn(*xs), grads)
+    return [x.grad for x in xs]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+def test_backward_kernels_for_all_sizes(device: str, dtype: torch.dtype) -> None:
+    """Each input element adds the gradients of the windows over it; ties send the gradient
+    where the stored index says. float32 within a few roundings of eager, fp16/bf16 no
+    further from float64 than eager."""
+    compiled = torch.compile(backward_pools, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (8, 10, 13):
+            x = torch.randn(2, 3, n, n + 1, device=device)
+            x[0, 0, :3, :3] = 1.0
+            for layout in (torch.contiguous_format, torch.channels_last):
+                xs = [x.to(memory_format=layout)] * 6
+                grads = [torch.randn_like(out) for out in backward_pools(*xs)]
+                low = ([t.to(dtype) for t in xs], [g.to(dtype) for g in grads])
+                actual, eager = _gradients(compiled, *low), _gradients(backward_pools, *low)
+                exact = _gradients(backward_pools, [t.double() for t in low[0]], [g.double() for g in low[1]])
+                for a, e, r in zip(actual, eager, exact, strict=True):
+                    _close(a, e, r)
+    backward = [d for r in reports if r.kind == "backward" for d in r.decisions if "adaptive" in d.op]
+    assert len({d.op for d in backward}) == 4 and all(d.kind is DecisionKind.KERNEL for d in backward), backward
+    backward_report = next(r for r in reports if r.kind == "backward")
+    assert not [d for d in backward_report.fallbacks if "adaptive" in d.op], backward_report.fallbacks
+    for source in backward_report.kernels:
+        assert not re.search(r"\b(8|9|10|11|13|14)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
+
+
+def test_a_window_longer_than_a_block_is_walked_in_chunks(device: str) -> None:
+    """A window of more elements than a persistent block holds (1024): the looped kernel,
+    which finds the max in one pass and its index (the first max, or the last NaN) in a
+    second, gives eager's values and indices."""
+    def fn(x):
+        values, indices = F.adaptive_max_pool2d(x, (1, 2), return_indices=True)
+        return values, indices, F.adaptive_avg_pool2d(x, (1, 2))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    before = xpu_lite.counters.looped_launches
+    for n in (48, 50):
+        x = torch.randn(2, 2, n, n, device=device)
+        x[0, 0, 40, 3] = x[0, 0, 2, 5] = float("nan")  # in the first window: its index is the later one
+        x[1, 1, 7:9, 30:40] = 9.0  # ties: the first
+        actual, eager = compiled(x), fn(x)
+        assert_bitwise(actual[:2], eager[:2])
+        torch.testing.assert_close(actual[2], eager[2], **FLOAT32_TOL)
+    assert xpu_lite.counters.looped_launches > before
+
+
+def test_static_sizes_walk_the_longest_window_only(device: str) -> None:
+    """With static sizes the kernel walks the longest window's extent, not the bound for all
+    sizes: 2 x 2 here, every window that long, so no offset is masked; and the pool fuses
+    with what reads its rows."""
+    def fn(x):
+        return F.adaptive_avg_pool2d(x, (4, 5)) * 2 + 1, F.adaptive_max_pool2d(x, (3, 5))
+
+    x = torch.randn(2, 3, 8, 10, device=device)
+    with capture() as reports:
+        actual = torch.compile(fn, backend="xpu_lite", dynamic=False)(x)
+    eager = fn(x)
+    torch.testing.assert_close(actual[0], eager[0], **FLOAT32_TOL)
+    assert_bitwise(actual[1], eager[1])
+    (report,) = reports
+    avg = next(d for d in report.decisions if d.op == "aten._adaptive_avg_pool2d.default")
+    assert "reduces 4 per row" in avg.kernel, avg.kernel  # 8 / 4 by 10 / 5
+    source = next(k for k in report.kernels if "_adaptive_avg_pool2d, mul, add" in k)
+    assert "mask=mask," in source and " < " not in source.split("mask = xmask & rmask")[1], source
+    maximum = next(d for d in report.decisions if d.op == "aten.adaptive_max_pool2d.default")
+    assert "reduces 8 per row" in maximum.kernel, maximum.kernel  # windows of 3 or 4 rows by 2
+
+
+def test_what_is_not_lowered_says_why() -> None:
+    def fn(x):
+        return F.adaptive_avg_pool2d(x.double(), 3), F.adaptive_max_pool2d(x.double(), 3)
+
+    report = xpu_lite.explain(fn, torch.randn(2, 12, 12), dynamic=True)
+    reasons = {row[2]: row[4] for row in report.rows() if "adaptive" in row[2]}
+    assert "a float64 result; this lowering takes float32, float16, bfloat16" in reasons["aten._adaptive_avg_pool2d.default"]
+    assert "a float64 result" in reasons["aten.adaptive_max_pool2d.default"]

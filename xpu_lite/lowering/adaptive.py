@@ -1,0 +1,191 @@
+"""Lowerings of adaptive pools: _adaptive_avg_pool2d/3d and adaptive_max_pool2d/3d (the
+1-D pools reach them through a length-1 dim), and their backward ops.
+
+Along each spatial dim, result element o of `out` pools the input positions
+[floor(o * in / out), ceil((o + 1) * in / out)): a window whose length depends on o and on
+the input size, which is symbolic, so it cannot be unrolled as pooling.py unrolls fixed
+windows (torch._decomp's decomposition, like Inductor's lowering, branches on `in % out`
+instead: a graph per remainder). Each op is one reduction kernel: xindex walks the
+result's elements, rindex a box of window offsets K_1 x ... x K_n, K = ceil(in / out) + 1
+(which bounds every window's length for every input size; the exact longest window where
+the sizes are static), and an offset past the element's own window loads nothing.
+- avg: the float32 sum of the window's elements divided by their count. The sum is taken in
+  the reduction's order, not eager's sequential one: equal to eager within a rounding.
+- max: the window's max (NaN propagates) and its index h * W + w in the plane (or
+  (d * H + h) * W + w) as eager picks it: the first max in row-major order, or, where the
+  window holds a NaN, its last NaN (eager's `val > max || isnan(val)`). Values and indices
+  are bitwise eager's.
+The backward ops are the same kind of reduction over the input's elements: input position
+i lies in the windows of results [floor(i * out / in), ceil((i + 1) * out / in)) (the
+forward's formula with in and out swapped), at most ceil(out / in) + 1 of them along a dim.
+An element adds the gradient of each such window: divided by the window's element count
+(avg), or where the window's stored index is its own (max).
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from .._torch_compat import FloorDiv
+from . import ir
+from .kernel_builder import sizes_of
+from .pointwise import FLOATS, _tensor_rejection
+from .pooling import _flat
+from .registry import LOWERINGS
+
+aten = torch.ops.aten
+
+# op -> (role, spatial dims)
+_OPS = {
+    aten._adaptive_avg_pool2d.default: ("avg", 2),
+    aten._adaptive_avg_pool3d.default: ("avg", 3),
+    aten.adaptive_max_pool2d.default: ("max", 2),
+    aten.adaptive_max_pool3d.default: ("max", 3),
+    aten._adaptive_avg_pool2d_backward.default: ("avg backward", 2),
+    aten._adaptive_avg_pool3d_backward.default: ("avg backward", 3),
+    aten.adaptive_max_pool2d_backward.default: ("max backward", 2),
+    aten.adaptive_max_pool3d_backward.default: ("max backward", 3),
+}
+
+
+def _span(e: sympy.Expr, n: sympy.Expr, m: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """[start, end) of the positions along a dim of m elements that element e of a dim of n
+    elements pools (forward: n = out, m = in) or lies under (backward: n = in, m = out)."""
+    return FloorDiv(e * m, n), FloorDiv((e + 1) * m + n - 1, n)
+
+
+def _bound(n: sympy.Expr, m: sympy.Expr) -> sympy.Expr:
+    """The number of window offsets an element walks: the longest span where the sizes are
+    static, else ceil(m / n) + 1, which no span exceeds for any sizes."""
+    if n.is_number and m.is_number:
+        return sympy.Integer(max(int(end - start) for start, end in (_span(sympy.Integer(e), n, m) for e in range(int(n)))))
+    return FloorDiv(m + n - 1, n) + 1
+
+
+def _tensors(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node]:
+    """(the tensor whose elements the kernel walks, the tensor it walks windows of)."""
+    if _OPS[node.target][0].endswith("backward"):
+        return node.args[1], node.args[0]  # the input's elements; the windows of the gradient
+    return node, node.args[0]  # the result's elements; windows of the input
+
+
+def _space(node: torch.fx.Node) -> tuple[tuple[sympy.Expr, ...], tuple[int, ...]]:
+    """The element's coordinates, then one window offset per spatial dim (reduced)."""
+    dims = _OPS[node.target][1]
+    walked, windowed = _tensors(node)
+    sizes = sizes_of(walked)
+    bounds = tuple(_bound(n, m) for n, m in zip(sizes[-dims:], sizes_of(windowed)[-dims:], strict=True))
+    return sizes + bounds, tuple(range(len(sizes), len(sizes) + dims))
+
+
+def _check(node: torch.fx.Node) -> str | None:
+    role, dims = _OPS[node.target]
+    val = node.meta.get("val")
+    out = val[0] if isinstance(val, (tuple, list)) else val
+    if (why := _tensor_rejection(out, FLOATS, "result")) is not None:
+        return why
+    backward = role.endswith("backward")
+    named = [(node.args[1] if backward else node.args[0], FLOATS, "input")]
+    if backward:
+        named.append((node.args[0], FLOATS, "gradient"))
+    if role == "max backward":
+        named.append((node.args[2], (torch.int64,), "indices"))
+    for arg, dtypes, what in named:
+        if not isinstance(arg, torch.fx.Node) or (why := _tensor_rejection(arg.meta.get("val"), dtypes, what)):
+            return why or f"{what} that is not a graph node"
+    x = named[0][0].meta["val"]
+    if x.dim() not in (dims + 1, dims + 2):
+        plane = "D, H, W" if dims == 3 else "H, W"
+        return f"a {x.dim()}-D input: this lowering pools (C, {plane}) or (N, C, {plane})"
+    if any(isinstance(s, int) and s == 0 for t in (out, x) for s in t.shape):
+        return "a statically empty input or result: nothing to compute, eager makes it (or raises)"
+    if node.kwargs:
+        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
+    return None
+
+
+def _windows(b: Any, node: torch.fx.Node, windowed: torch.fx.Node):
+    """For the current (element, window offset): the element's leading and spatial
+    coordinates, the position in `windowed` the offset reaches along each spatial dim, the
+    lanes where it lies in the element's window (None: all), and the sizes of both."""
+    dims = _OPS[node.target][1]
+    coords = b.reduction_coords()
+    lead, own, offsets = coords[:-2 * dims], coords[-2 * dims:-dims], coords[-dims:]
+    own_sizes = b.space.sizes[-2 * dims:-dims]
+    other_sizes = sizes_of(windowed)[-dims:]
+    positions, inside = [], []
+    for e, k, n, m, bound in zip(own, offsets, own_sizes, other_sizes, b.space.sizes[-dims:], strict=True):
+        start, end = _span(e, n, m)
+        positions.append(start + k)
+        if n.is_number and m.is_number and all(end_ - start_ == bound for start_, end_ in
+                                               (_span(sympy.Integer(i), n, m) for i in range(int(n)))):
+            continue  # static sizes, every window as long as the bound: every offset is inside
+        inside.append(b.compute("lt", (b.index_value(k), b.index_value(end - start)), node, torch.bool))
+    return lead, own, tuple(positions), b.all_of(inside, node), own_sizes, other_sizes
+
+
+def _count(b: Any, node: torch.fx.Node, positions: tuple[sympy.Expr, ...], n_sizes: tuple[sympy.Expr, ...],
+           m_sizes: tuple[sympy.Expr, ...]) -> int:
+    """The element count of the avg windows of results at `positions`, as a float32 value."""
+    lengths = [end - start for start, end in (_span(p, n, m) for p, n, m in zip(positions, n_sizes, m_sizes, strict=True))]
+    return b.cast(b.index_value(functools.reduce(operator.mul, lengths)), torch.float32, node)
+
+
+def _adaptive_avg(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> int:
+    lead, own, positions, inside, out_sizes, in_sizes = _windows(b, node, x)
+    total = b.reduce("sum", b.gather(x, lead + positions, inside), node, torch.float32)
+    mean = b.compute("truediv", (total, _count(b, node, own, out_sizes, in_sizes)), node, torch.float32)
+    return b.cast(mean, ir.compute_dtype(node.meta["val"].dtype), node)
+
+
+def _adaptive_max(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> tuple[int, int]:
+    lead, _, positions, inside, _, in_sizes = _windows(b, node, x)
+    i64, f32, boolean = torch.int64, torch.float32, torch.bool
+    value = b.gather(x, lead + positions, inside)
+    if inside is not None:  # an offset past the window: -inf, which never beats an element
+        value = b.compute("where", (inside, value, b.constant(float("-inf"), f32)), node, f32)
+    best = b.reduce("max", value, node, f32)
+    flat = b.index_value(_flat(positions, in_sizes))
+    nan = b.compute("isnan", (value,), node, boolean)
+    last_nan = b.reduce("max", b.compute("where", (nan, flat, b.constant(-1, i64)), node, i64), node, i64)
+    # an offset past the window ties only where the max is -inf, and then the window's first
+    # element, whose index is the smallest of all offsets', ties too
+    tie = b.compute("eq", (value, best), node, boolean)
+    no_tie = b.constant(torch.iinfo(torch.int64).max, i64)
+    first = b.reduce("min", b.compute("where", (tie, flat, no_tie), node, i64), node, i64)
+    index = b.compute("where", (b.compute("isnan", (best,), node, boolean), last_nan, first), node, i64)
+    return b.cast(best, ir.compute_dtype(node.meta["val"][0].dtype), node), index
+
+
+def _adaptive_avg_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, *rest: Any) -> int:
+    lead, _, positions, inside, in_sizes, out_sizes = _windows(b, node, grad)
+    share = b.compute("truediv", (b.gather(grad, lead + positions, inside), _count(b, node, positions, out_sizes, in_sizes)),
+                      node, torch.float32)  # a lane outside the window loads 0, and its count is not 0
+    total = b.reduce("sum", share, node, torch.float32)
+    return b.cast(total, ir.compute_dtype(node.meta["val"].dtype), node)
+
+
+def _adaptive_max_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, x: torch.fx.Node,
+                           indices: torch.fx.Node) -> int:
+    lead, own, positions, inside, in_sizes, _ = _windows(b, node, grad)
+    coords = lead + positions
+    # an offset past the element's windows loads index 0, maybe the element's own, and a
+    # gradient of 0, which adds nothing
+    match = b.compute("eq", (b.gather(indices, coords, inside), b.index_value(_flat(own, in_sizes))), node, torch.bool)
+    share = b.compute("where", (match, b.gather(grad, coords, inside), b.constant(0.0, torch.float32)), node,
+                      torch.float32)
+    total = b.reduce("sum", share, node, torch.float32)
+    return b.cast(total, ir.compute_dtype(node.meta["val"].dtype), node)
+
+
+# role -> (rule, the positions it loads itself, positions it never reads)
+_RULES = {"avg": (_adaptive_avg, (0,), ()), "max": (_adaptive_max, (0,), ()),
+          "avg backward": (_adaptive_avg_backward, (0,), (1,)), "max backward": (_adaptive_max_backward, (0, 2), (1,))}
+for _op, (_role, _) in _OPS.items():
+    _rule, _gathers, _unread = _RULES[_role]
+    LOWERINGS.register(_op, checker=_check, gathers=_gathers, unread=_unread, space=_space)(_rule)
