@@ -59,12 +59,19 @@ def _span(e: sympy.Expr, n: sympy.Expr, m: sympy.Expr) -> tuple[sympy.Expr, symp
     return FloorDiv(e * m, n), FloorDiv((e + 1) * m + n - 1, n)
 
 
+def _static_lengths(n: sympy.Expr, m: sympy.Expr) -> list[int] | None:
+    """The length of every element's span where both sizes are static, else None."""
+    if not (n.is_number and m.is_number):
+        return None
+    n, m = int(n), int(m)
+    return [((e + 1) * m + n - 1) // n - e * m // n for e in range(n)]
+
+
 def _bound(n: sympy.Expr, m: sympy.Expr) -> sympy.Expr:
     """The number of window offsets an element walks: the longest span where the sizes are
     static, else ceil(m / n) + 1, which no span exceeds for any sizes."""
-    if n.is_number and m.is_number:
-        return sympy.Integer(max(int(end - start) for start, end in (_span(sympy.Integer(e), n, m) for e in range(int(n)))))
-    return FloorDiv(m + n - 1, n) + 1
+    lengths = _static_lengths(n, m)
+    return FloorDiv(m + n - 1, n) + 1 if lengths is None else sympy.Integer(max(lengths))
 
 
 def _tensors(node: torch.fx.Node) -> tuple[torch.fx.Node, torch.fx.Node]:
@@ -122,8 +129,8 @@ def _windows(b: Any, node: torch.fx.Node, windowed: torch.fx.Node):
     for e, k, n, m, bound in zip(own, offsets, own_sizes, other_sizes, b.space.sizes[-dims:], strict=True):
         start, end = _span(e, n, m)
         positions.append(start + k)
-        if n.is_number and m.is_number and all(end_ - start_ == bound for start_, end_ in
-                                               (_span(sympy.Integer(i), n, m) for i in range(int(n)))):
+        lengths = _static_lengths(n, m)
+        if lengths is not None and min(lengths) == bound:
             continue  # static sizes, every window as long as the bound: every offset is inside
         inside.append(b.compute("lt", (b.index_value(k), b.index_value(end - start)), node, torch.bool))
     return lead, own, tuple(positions), b.all_of(inside, node), own_sizes, other_sizes
