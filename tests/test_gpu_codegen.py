@@ -74,7 +74,7 @@ def _compile_for_cuda(kernels, index_spans=(0,)) -> None:
             for span in index_spans:
                 try:
                     compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), span,
-                                                     checks_bounds=kernel.checks_bounds)
+                                                     checks_bounds=kernel.checks_bounds, ordered=kernel.ordered)
                 except Exception as exc:
                     raise AssertionError(f"{name} (fused {', '.join(kernel.nodes)}, index span {span}) does not "
                                          f"compile for cuda:\n{source}") from exc
@@ -315,8 +315,9 @@ def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -
 
 def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:
     """Adaptive pools and their backward: reductions whose rows are windows of symbolic
-    length, with masked loads and int64 coordinates (the max's index in a second pass when
-    looped: both sources compile, with int32 and int64 indexing)."""
+    length, with masked loads and int64 coordinates: the max's two sources (its index in a
+    second pass when looped), and the sums' looped source with RBLOCK 1 (ordered), with
+    int32 and int64 indexing."""
     from .test_adaptive_pooling import adaptive_pools, backward_pools
 
     _run(adaptive_pools, torch.randn(2, 3, 7, 8).to(torch.bfloat16))
@@ -325,4 +326,5 @@ def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:
     nodes = {n.rstrip("_0123456789") for k in captured for n in k.nodes}
     assert nodes >= {"adaptive_max_pool2d", "_adaptive_avg_pool2d", "adaptive_max_pool2d_backward",
                      "_adaptive_avg_pool2d_backward", "adaptive_max_pool3d_backward", "_adaptive_avg_pool3d_backward"}, nodes
+    assert any(k.ordered for k in captured) and not all(k.ordered for k in captured)
     _compile_for_cuda(captured, index_spans=(0, 2**31))

@@ -127,7 +127,8 @@ def compile_kernels(
         try:
             variants = kernel_sources(kernel, target_for(device_type))
             signature = kernel_signature(kernel)
-            loaded = {name: load_kernel(name, source, device_type, signature, kernel.checks_bounds) for name, source in variants.items()}
+            loaded = {name: load_kernel(name, source, device_type, signature, kernel.checks_bounds, kernel.ordered)
+                      for name, source in variants.items()}
         except Exception as exc:  # noqa: BLE001  (any failure of generated code means: run eagerly)
             detail = f"{kernel.name} failed to compile: {type(exc).__name__}: {exc}"
             if strict:
@@ -143,7 +144,7 @@ def compile_kernels(
         label = f"{kernel.name} ({len(group.members)} nodes)"
         if kernel.is_reduction:
             verb = "reduces" if any(isinstance(v, ir.Reduce) for v in kernel.values) else "scans"  # cumsum, cumprod only
-            label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type, verb)})"
+            label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type, verb, kernel.ordered)})"
         elif group.into is not None:
             adds = "adds" if any(store.accumulate for store in kernel.stores) else "stores"
             label = f"{kernel.name} ({adds} at loaded positions into {group.into.name}'s buffer)"

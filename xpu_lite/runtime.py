@@ -125,9 +125,11 @@ def pick_reduction(xnumel: int, rnumel: int, device_type: str) -> tuple[int, int
     return xblock, rblock, persistent
 
 
-def reduction_strategy(rnumel: Any, device_type: str, verb: str = "reduces") -> str:
+def reduction_strategy(rnumel: Any, device_type: str, verb: str = "reduces", ordered: bool = False) -> str:
     """How the launch picks a strategy, in words (for explain); `verb` says what the kernel
     does along a row ("scans" for one with only scans)."""
+    if ordered:
+        return f"{verb} {rnumel} per row: in order, one element at a time (RBLOCK=1), as eager adds them"
     limit = PERSISTENT_MAX["cpu" if device_type == "cpu" else "gpu"]
     if getattr(rnumel, "is_number", False):
         kind = "persistent" if int(rnumel) <= limit else f"looped, RBLOCK={limit}"
@@ -207,14 +209,16 @@ def _interpreter_debug() -> Iterator[None]:
         builder.options = saved
 
 
-def load_kernel(name: str, source: str, device_type: str, signature: dict[str, str], checks_bounds: bool = False) -> Any:
+def load_kernel(name: str, source: str, device_type: str, signature: dict[str, str], checks_bounds: bool = False,
+                ordered: bool = False) -> Any:
     """Compile (or fetch) one kernel for a device type: Triton's JIT on xpu/cuda, the Triton
     interpreter on cpu, chosen when the function is wrapped (no process-wide env var).
 
     On xpu/cuda the source is compiled here, for the current device (compile_ahead), so a
     kernel that does not compile raises now, where the caller can fall back to eager,
     rather than at its first launch inside the generated wrapper. `checks_bounds`: the
-    kernel asserts (ir.Kernel.checks_bounds), so it is compiled with Triton's debug on."""
+    kernel asserts (ir.Kernel.checks_bounds), so it is compiled with Triton's debug on;
+    `ordered`: a reduction launched with RBLOCK 1 (ir.Kernel.ordered), compiled so."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     key = (digest, device_type)
     if key in _KERNELS:
@@ -228,7 +232,7 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
         import triton
 
         kernel = triton.jit(fn)
-        compile_ahead(kernel, signature, current_target(), checks_bounds=checks_bounds)
+        compile_ahead(kernel, signature, current_target(), checks_bounds=checks_bounds, ordered=ordered)
     _KERNELS[key] = kernel
     return kernel
 
@@ -275,12 +279,13 @@ _AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"], "YB
 
 
 def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_span: int = 0, aligned: bool = False,
-                  checks_bounds: bool = False) -> Any:
+                  checks_bounds: bool = False, ordered: bool = False) -> Any:
     """Compile a triton.jit kernel for `target` (a triton GPUTarget) through every stage
     Triton has for it (for cuda: TTIR, TTGIR, LLVM IR, PTX, cubin), with the largest
     blocks a launch would pick and int32 indexing (int64 when index_span says so: see
     index_type). `aligned`: every pointer and int argument divisible by 16, as Triton's JIT
     specializes a launch on 16-byte aligned tensors and sizes (what vectorizes loads).
+    `ordered`: a reduction launched with RBLOCK 1 and a pointwise launch's largest XBLOCK.
     Needs no device: tests compile for cuda on a cpu machine. Raises what Triton raises
     when the source does not compile."""
     import triton
@@ -288,7 +293,9 @@ def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_spa
 
     ahead = {**_AHEAD_BLOCKS, "INDEX": index_type(index_span)}
     constexprs = {name: ahead[name] for name, kind in signature.items() if kind == "constexpr"}
-    if "RBLOCK" in constexprs:  # a reduction: XBLOCK rows of RBLOCK, as pick_reduction tiles
+    if "RBLOCK" in constexprs and ordered:  # rows one element at a time, XBLOCK as pick_block picks
+        constexprs["RBLOCK"] = 1
+    elif "RBLOCK" in constexprs:  # a reduction: XBLOCK rows of RBLOCK, as pick_reduction tiles
         constexprs["XBLOCK"] = max(1, _TILE["gpu"] // constexprs["RBLOCK"])
     if "YBLOCK" in constexprs:  # a tiled pointwise kernel: square tiles, as pick_tile picks
         constexprs["XBLOCK"] = _TILE_SIDE["gpu"]

@@ -13,7 +13,9 @@ into per-lane accumulators and stores per-element results; after the loop the la
 combined into the row's result. So softmax is three passes over the input when looped
 and one when persistent; variance is always two passes (mean, then squared deviations).
 Both sources share the accumulator code: the persistent one is the looped one with a
-single chunk and no recomputation.
+single chunk and no recomputation. An ordered kernel (ir.Kernel.ordered: an adaptive
+pool's window sums) has the looped source only, launched with RBLOCK 1: each row's
+accumulator adds its elements one at a time, in rindex order, from 0, as eager's loop does.
 
 A Scan (cumsum, cumprod) is per element and computed in the pass of its input: within a
 chunk, the block's own scan, combined with a per-row carry of the chunks before it (the
@@ -55,8 +57,9 @@ _SCAN: dict[str, dict[str, str]] = {
 
 
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
-    return {f"{kernel.name}_{strategy}": _Source(kernel, target, strategy == "persistent").text()
-            for strategy in ("persistent", "looped")}
+    """Both strategies' sources; an ordered kernel's looped one only (launched with RBLOCK 1)."""
+    strategies = ("looped",) if kernel.ordered else ("persistent", "looped")
+    return {f"{kernel.name}_{strategy}": _Source(kernel, target, strategy == "persistent").text() for strategy in strategies}
 
 
 class _Source:

@@ -330,7 +330,13 @@ class _WrapperBuilder:
             spans = sorted({pexpr(e) for e in {b.extent() for b in (*kernel.inputs, *kernel.outputs)} | {kernel.numel}})
             span = f"max({', '.join(spans)})" if len(spans) > 1 else spans[0]
             body.line(f"index = _index_type({span})", f"{kernel.name}: int64 offsets past 2**31 elements")
-            if kernel.is_reduction:
+            if kernel.ordered:  # the looped source, one element of each row at a time
+                self.constants[f"{kernel.name}_looped"] = self.kernels[f"{kernel.name}_looped"]
+                body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
+                body.line(f"{kernel.name}_looped[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, "
+                          f"RBLOCK=1{options})", label)
+                body.line("_COUNTERS.count_reduction(False)", kernel.name)
+            elif kernel.is_reduction:
                 self.constants.setdefault("_pick_reduction", pick_reduction)
                 for variant in ("persistent", "looped"):
                     self.constants[f"{kernel.name}_{variant}"] = self.kernels[f"{kernel.name}_{variant}"]

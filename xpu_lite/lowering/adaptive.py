@@ -9,8 +9,10 @@ instead: a graph per remainder). Each op is one reduction kernel: xindex walks t
 result's elements, rindex a box of window offsets K_1 x ... x K_n, K = ceil(in / out) + 1
 (which bounds every window's length for every input size; the exact longest window where
 the sizes are static), and an offset past the element's own window loads nothing.
-- avg: the float32 sum of the window's elements divided by their count. The sum is taken in
-  the reduction's order, not eager's sequential one: equal to eager within a rounding.
+- avg: the window's elements added in float32 one at a time, in row-major order, from 0,
+  then divided by the window's length along each dim in turn (`sum / kh / kw`), as eager's
+  kernels do: the kernel is ordered (RBLOCK 1, KernelBuilder.in_order), so the result is
+  bitwise eager's (but in fp16/bf16 3-D, where eager's cpu kernel adds in the dtype);
 - max: the window's max (NaN propagates) and its index h * W + w in the plane (or
   (d * H + h) * W + w) as eager picks it: the first max in row-major order, or, where the
   window holds a NaN, its last NaN (eager's `val > max || isnan(val)`). Values and indices
@@ -18,13 +20,12 @@ the sizes are static), and an offset past the element's own window loads nothing
 The backward ops are the same kind of reduction over the input's elements: input position
 i lies in the windows of results [floor(i * out / in), ceil((i + 1) * out / in)) (the
 forward's formula with in and out swapped), at most ceil(out / in) + 1 of them along a dim.
-An element adds the gradient of each such window: divided by the window's element count
+An element adds the gradient of each such window, in row-major order as eager does
+(ordered, so float32 gradients are bitwise eager's): divided by the window's lengths
 (avg), or where the window's stored index is its own (max).
 """
 from __future__ import annotations
 
-import functools
-import operator
 from typing import Any
 
 import sympy
@@ -136,18 +137,21 @@ def _windows(b: Any, node: torch.fx.Node, windowed: torch.fx.Node):
     return lead, own, tuple(positions), b.all_of(inside, node), own_sizes, other_sizes
 
 
-def _count(b: Any, node: torch.fx.Node, positions: tuple[sympy.Expr, ...], n_sizes: tuple[sympy.Expr, ...],
-           m_sizes: tuple[sympy.Expr, ...]) -> int:
-    """The element count of the avg windows of results at `positions`, as a float32 value."""
-    lengths = [end - start for start, end in (_span(p, n, m) for p, n, m in zip(positions, n_sizes, m_sizes, strict=True))]
-    return b.cast(b.index_value(functools.reduce(operator.mul, lengths)), torch.float32, node)
+def _per_length(b: Any, node: torch.fx.Node, value: int, positions: tuple[sympy.Expr, ...],
+                n_sizes: tuple[sympy.Expr, ...], m_sizes: tuple[sympy.Expr, ...]) -> int:
+    """`value` divided by the length of the avg window of the results at `positions` along
+    each dim in turn, as eager divides (`sum / kh / kw`)."""
+    for p, n, m in zip(positions, n_sizes, m_sizes, strict=True):
+        start, end = _span(p, n, m)
+        value = b.compute("truediv", (value, b.cast(b.index_value(end - start), torch.float32, node)), node, torch.float32)
+    return value
 
 
 def _adaptive_avg(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> int:
     lead, own, positions, inside, out_sizes, in_sizes = _windows(b, node, x)
+    b.in_order()  # eager adds a window's elements one by one, in row-major order
     total = b.reduce("sum", b.gather(x, lead + positions, inside), node, torch.float32)
-    mean = b.compute("truediv", (total, _count(b, node, own, out_sizes, in_sizes)), node, torch.float32)
-    return b.cast(mean, ir.compute_dtype(node.meta["val"].dtype), node)
+    return b.cast(_per_length(b, node, total, own, out_sizes, in_sizes), ir.compute_dtype(node.meta["val"].dtype), node)
 
 
 def _adaptive_max(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> tuple[int, int]:
@@ -171,8 +175,9 @@ def _adaptive_max(b: Any, node: torch.fx.Node, x: torch.fx.Node, *rest: Any) -> 
 
 def _adaptive_avg_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, *rest: Any) -> int:
     lead, _, positions, inside, in_sizes, out_sizes = _windows(b, node, grad)
-    share = b.compute("truediv", (b.gather(grad, lead + positions, inside), _count(b, node, positions, out_sizes, in_sizes)),
-                      node, torch.float32)  # a lane outside the window loads 0, and its count is not 0
+    b.in_order()  # eager adds the windows' gradients to an element one by one, in row-major order
+    # a lane outside the element's windows loads 0, and its window length is not 0
+    share = _per_length(b, node, b.gather(grad, lead + positions, inside), positions, out_sizes, in_sizes)
     total = b.reduce("sum", share, node, torch.float32)
     return b.cast(total, ir.compute_dtype(node.meta["val"].dtype), node)
 
@@ -180,6 +185,7 @@ def _adaptive_avg_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, *re
 def _adaptive_max_backward(b: Any, node: torch.fx.Node, grad: torch.fx.Node, x: torch.fx.Node,
                            indices: torch.fx.Node) -> int:
     lead, own, positions, inside, in_sizes, _ = _windows(b, node, grad)
+    b.in_order()  # eager adds the windows' gradients to an element one by one, in row-major order
     coords = lead + positions
     # an offset past the element's windows loads index 0, maybe the element's own, and a
     # gradient of 0, which adds nothing

@@ -173,6 +173,9 @@ class Kernel:
     rnumel: sympy.Expr | None = None  # reduced extent per row; None for a pointwise kernel
     tile: Tile | None = None  # pointwise kernels only: walked in 2D tiles
     lifted: tuple[tuple[sympy.Symbol, sympy.Expr], ...] = ()  # arguments the wrapper computes (lift_sizes)
+    # reductions only: walk each row one element at a time, in rindex order (the looped
+    # source with RBLOCK 1), so a sum adds its elements in the order eager's loop does
+    ordered: bool = False
 
     @property
     def is_reduction(self) -> bool:
@@ -306,4 +309,6 @@ def verify(kernel: Kernel) -> Kernel:
         raise IRError(f"{kernel.name}: stores nothing")
     if kernel.tile is not None and kernel.is_reduction:
         raise IRError(f"{kernel.name}: a reduction kernel cannot be tiled")
+    if kernel.ordered and not kernel.is_reduction:
+        raise IRError(f"{kernel.name}: only a reduction walks its rows in order")
     return kernel

@@ -176,6 +176,7 @@ class KernelBuilder:
         self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
         self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
         self.known: dict[tuple[Any, ...], int] = {}  # pure values already computed (see _add)
+        self.ordered = False  # see in_order
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
@@ -311,6 +312,12 @@ class KernelBuilder:
             value = condition if value is None else self.compute(op, (value, condition), node, torch.bool)
         return value
 
+    def in_order(self) -> None:
+        """Make the kernel's reductions walk each row one element at a time, in rindex order
+        (ir.Kernel.ordered): a sum then adds as eager's loop over a window does, bitwise."""
+        assert self.space.rdims
+        self.ordered = True
+
     def reduce(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
         return self._add(ir.Reduce(op, value, dtype, node.name))
 
@@ -374,6 +381,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
     kernel = ir.Kernel(
         name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
         tuple(n.name for n in members), rnumel, builder.tile, tuple((s, e) for e, s in builder.lifted.items()),
+        builder.ordered,
     )
     return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
 
