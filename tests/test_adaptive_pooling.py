@@ -20,8 +20,8 @@ from xpu_lite.lowering import DecisionKind
 from xpu_lite.report import capture
 
 from .conftest import assert_bitwise
-from .test_indexing import _first_samples, _small
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _run_samples
+from .test_pooling import DTYPES, gradients_for_all_sizes, opinfo_gradients_are_bitwise_eager, opinfo_samples
 
 OPINFOS = {"nn.functional.adaptive_avg_pool1d": "aten._adaptive_avg_pool2d.default",
            "nn.functional.adaptive_avg_pool2d": "aten._adaptive_avg_pool2d.default",
@@ -29,19 +29,13 @@ OPINFOS = {"nn.functional.adaptive_avg_pool1d": "aten._adaptive_avg_pool2d.defau
            "nn.functional.adaptive_max_pool1d": "aten.adaptive_max_pool2d.default",
            "nn.functional.adaptive_max_pool2d": "aten.adaptive_max_pool2d.default",
            "nn.functional.adaptive_max_pool3d": "aten.adaptive_max_pool3d.default"}
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
 @pytest.mark.parametrize("where", ["default mode", "lite region"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
 @pytest.mark.parametrize("name", list(OPINFOS))
-def test_opinfo_samples_match_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    op = next(o for o in op_db if o.name == name)
-    if dtype not in op.supported_dtypes(device):
-        pytest.skip(f"{name} does not support {dtype} in eager on {device}")
-    samples = _first_samples([s for s in op.sample_inputs(device, dtype) if _small(s)])
+def test_opinfo_samples_are_bitwise_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
+    op, samples = opinfo_samples(name, device, dtype)
 
     def check(out, fn, sample):
         eager = fn(sample.input, *sample.args)
@@ -56,35 +50,10 @@ def test_opinfo_samples_match_eager(device: str, name: str, dtype: torch.dtype, 
     assert lowered, f"no sample of {name} was lowered to a kernel"
 
 
-def _gradient(fn, x: torch.Tensor, grad: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    x = x.detach().clone().requires_grad_()
-    out = fn(x)
-    out = out[0] if isinstance(out, tuple) else out
-    grad = torch.randn_like(out) if grad is None else grad
-    out.backward(grad)
-    return x.grad, grad
-
-
 @pytest.mark.parametrize("where", ["default mode", "lite region"])
 @pytest.mark.parametrize("name", list(OPINFOS))
-def test_opinfo_sample_gradients_match_eager(device: str, name: str, where: str) -> None:
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    op = next(o for o in op_db if o.name == name)
-    samples = _first_samples([s for s in op.sample_inputs(device, torch.float32) if _small(s)])
-    with capture() as reports:
-        for sample in samples:
-            torch._dynamo.reset()
-
-            def fn(x, sample=sample):
-                if where == "lite region":
-                    with xpu_lite.compile_region():
-                        return op(x, *sample.args, **sample.kwargs)
-                return op(x, *sample.args, **sample.kwargs)
-
-            compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
-            actual, grad = _gradient(compiled, sample.input)
-            assert_bitwise(actual, _gradient(fn, sample.input, grad)[0])
+def test_opinfo_sample_gradients_are_bitwise_eager(device: str, name: str, where: str) -> None:
+    samples, reports = opinfo_gradients_are_bitwise_eager(name, device, where)
     backward = [d for r in reports if r.kind == "backward" for d in r.decisions if "adaptive" in d.op]
     kernels = [d for d in backward if d.kind is DecisionKind.KERNEL]
     assert len(kernels) == sum(s.input.numel() > 0 for s in samples), backward
@@ -141,33 +110,12 @@ def backward_pools(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
             F.adaptive_max_pool3d(xs[5].unsqueeze(2).expand(-1, -1, 3, -1, -1), (2, 3, 2)))
 
 
-def _gradients(fn, xs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
-    xs = [x.detach().clone().requires_grad_() for x in xs]
-    torch.autograd.backward(fn(*xs), grads)
-    return [x.grad for x in xs]
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
 def test_backward_kernels_for_all_sizes(device: str, dtype: torch.dtype) -> None:
     """Each input element adds the gradients of the windows over it, in eager's order; ties
     send the gradient where the stored index says. float32 bitwise eager's, fp16/bf16 no
     further from float64 than eager."""
-    compiled = torch.compile(backward_pools, backend="xpu_lite", dynamic=True)
-    with capture() as reports:
-        for n in (8, 10, 13):
-            x = torch.randn(2, 3, n, n + 1, device=device)
-            x[0, 0, :3, :3] = 1.0
-            for layout in (torch.contiguous_format, torch.channels_last):
-                xs = [x.to(memory_format=layout)] * 6
-                grads = [torch.randn_like(out) for out in backward_pools(*xs)]
-                low = ([t.to(dtype) for t in xs], [g.to(dtype) for g in grads])
-                actual, eager = _gradients(compiled, *low), _gradients(backward_pools, *low)
-                if dtype is torch.float32:
-                    assert_bitwise(actual, eager)
-                    continue
-                exact = _gradients(backward_pools, [t.double() for t in low[0]], [g.double() for g in low[1]])
-                for a, e, r in zip(actual, eager, exact, strict=True):
-                    _closer_than_eager(a, e, r, LOW_PRECISION_TOL[dtype])
+    reports = gradients_for_all_sizes(backward_pools, (8, 10, 13), device, dtype)
     backward = [d for r in reports if r.kind == "backward" for d in r.decisions if "adaptive" in d.op]
     assert len({d.op for d in backward}) == 4 and all(d.kind is DecisionKind.KERNEL for d in backward), backward
     backward_report = next(r for r in reports if r.kind == "backward")

@@ -6,6 +6,7 @@ round once, against float64); one kernel source serves every input size."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 import torch
@@ -26,16 +27,21 @@ OPINFOS = {"nn.functional.max_pool2d": "aten.max_pool2d_with_indices.default",
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-@pytest.mark.parametrize("where", ["default mode", "lite region"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
-@pytest.mark.parametrize("name", list(OPINFOS))
-def test_opinfo_samples_are_bitwise_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
+def opinfo_samples(name: str, device: str, dtype: torch.dtype) -> tuple[Any, list]:
+    """(the OpInfo, its first small samples in `dtype`); skips where eager takes no `dtype`."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     op = next(o for o in op_db if o.name == name)
     if dtype not in op.supported_dtypes(device):
         pytest.skip(f"{name} does not support {dtype} in eager on {device}")
-    samples = _first_samples([s for s in op.sample_inputs(device, dtype) if _small(s)])
+    return op, _first_samples([s for s in op.sample_inputs(device, dtype) if _small(s)])
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_samples_are_bitwise_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
+    op, samples = opinfo_samples(name, device, dtype)
     with capture() as reports:
         _run_samples(op, samples, where, lambda out, fn, s: assert_bitwise(out, fn(s.input, *s.args)))
     lowered = any(d.op == OPINFOS[name] and d.kind is DecisionKind.KERNEL for r in reports for d in r.decisions)
@@ -105,14 +111,11 @@ def _backward_pool_kernels(reports) -> list:
             if re.fullmatch(r"aten\.(max|avg)_pool[23]d(_with_indices)?_backward\.default", d.op)]
 
 
-@pytest.mark.parametrize("where", ["default mode", "lite region"])
-@pytest.mark.parametrize("name", list(OPINFOS))
-def test_opinfo_sample_gradients_are_bitwise_eager(device: str, name: str, where: str) -> None:
-    """float32: each window's gradient is added to an input element in eager's order, from 0."""
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    op = next(o for o in op_db if o.name == name)
-    samples = _first_samples([s for s in op.sample_inputs(device, torch.float32) if _small(s)])
+def opinfo_gradients_are_bitwise_eager(name: str, device: str, where: str) -> tuple[list, list]:
+    """Compile each of the OpInfo's first float32 samples alone (in the default mode, or in
+    a region in lite mode) and assert its input's gradient bitwise eager's. Returns
+    (samples, reports)."""
+    op, samples = opinfo_samples(name, device, torch.float32)
     with capture() as reports:
         for sample in samples:
             torch._dynamo.reset()
@@ -127,6 +130,14 @@ def test_opinfo_sample_gradients_are_bitwise_eager(device: str, name: str, where
             out = fn(sample.input)
             grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
             assert_bitwise(_gradient(compiled, sample.input, grad), _gradient(fn, sample.input, grad))
+    return samples, reports
+
+
+@pytest.mark.parametrize("where", ["default mode", "lite region"])
+@pytest.mark.parametrize("name", list(OPINFOS))
+def test_opinfo_sample_gradients_are_bitwise_eager(device: str, name: str, where: str) -> None:
+    """float32: each window's gradient is added to an input element in eager's order, from 0."""
+    samples, reports = opinfo_gradients_are_bitwise_eager(name, device, where)
     kernels = _backward_pool_kernels(reports)
     assert len(kernels) == len(samples) and all(d.kind is DecisionKind.KERNEL for d in kernels), kernels
 
@@ -141,10 +152,34 @@ def backward_pools(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
             F.avg_pool2d(xs[4], (2, 3), 1, (1, 0), divisor_override=5), F.avg_pool2d(xs[5], 3, 2, 1))
 
 
-def _gradients(fn, xs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+def gradients(fn, xs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
     xs = [x.detach().clone().requires_grad_() for x in xs]
     torch.autograd.backward(fn(*xs), grads)
     return [x.grad for x in xs]
+
+
+def gradients_for_all_sizes(fn, sizes: tuple[int, ...], device: str, dtype: torch.dtype) -> list:
+    """Compile fn (one input per pool) with dynamic=True and compare its inputs' gradients
+    with eager's for (2, 3, n, n + 1) inputs (ties in a corner), contiguous and
+    channels-last: float32 bitwise; fp16/bf16 no further from the float64 gradients than
+    eager's. Returns the reports."""
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in sizes:
+            x = torch.randn(2, 3, n, n + 1, device=device)
+            x[0, 0, :3, :3] = 1.0
+            for layout in (torch.contiguous_format, torch.channels_last):
+                xs = [x.to(memory_format=layout)] * 6
+                grads = [torch.randn_like(out) for out in fn(*xs)]
+                low = ([t.to(dtype) for t in xs], [g.to(dtype) for g in grads])
+                actual, eager = gradients(compiled, *low), gradients(fn, *low)
+                if dtype is torch.float32:
+                    assert_bitwise(actual, eager)
+                    continue
+                exact = gradients(fn, [t.double() for t in low[0]], [g.double() for g in low[1]])
+                for a, e, r in zip(actual, eager, exact, strict=True):
+                    _closer_than_eager(a, e, r, LOW_PRECISION_TOL[dtype])
+    return reports
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
@@ -152,22 +187,7 @@ def test_backward_kernels_for_all_sizes(device: str, dtype: torch.dtype) -> None
     """float32 gradients are bitwise eager's, ties (the gradient goes where the stored index
     says) and channels-last included; fp16/bf16 ones are no further from the float64
     gradients than eager's (eager's CPU kernels round after every add, ours once)."""
-    compiled = torch.compile(backward_pools, backend="xpu_lite", dynamic=True)
-    with capture() as reports:
-        for n in (6, 9, 12):
-            x = torch.randn(2, 3, n, n + 1, device=device)
-            x[0, 0, :3, :3] = 1.0
-            for layout in (torch.contiguous_format, torch.channels_last):
-                xs = [x.to(memory_format=layout)] * 6
-                grads = [torch.randn_like(out) for out in backward_pools(*xs)]
-                low = ([t.to(dtype) for t in xs], [g.to(dtype) for g in grads])
-                actual, eager = _gradients(compiled, *low), _gradients(backward_pools, *low)
-                if dtype is torch.float32:
-                    assert_bitwise(actual, eager)
-                    continue
-                exact = _gradients(backward_pools, [t.double() for t in xs], [g.double() for g in grads])
-                for a, e, r in zip(actual, eager, exact, strict=True):
-                    _closer_than_eager(a, e, r, LOW_PRECISION_TOL[dtype])
+    reports = gradients_for_all_sizes(backward_pools, (6, 9, 12), device, dtype)
     kernels = _backward_pool_kernels(reports)
     assert len(kernels) >= 6 and all(d.kind is DecisionKind.KERNEL for d in kernels), kernels
     backward = next(r for r in reports if r.kind == "backward")
