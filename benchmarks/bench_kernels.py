@@ -1,4 +1,4 @@
-"""Fused pointwise, view-heavy and transposing (tiled) kernels (default mode, dynamic=True):
+"""Fused pointwise, view-heavy, transposing (tiled) and pooling kernels (default mode, dynamic=True):
 kernels per graph and per-call time against eager, aot_eager and Inductor, side by side in
 one process.
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -43,6 +44,17 @@ def view_heavy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def nhwc_to_nchw(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 3, 1, 2).contiguous()  # a tiled copy: reads along C, writes along H*W
+
+
+def pooling_windows(x: torch.Tensor) -> torch.Tensor:
+    """A ResNet stem's max pool and an avg pool (unrolled windows, pooling.py)."""
+    return F.max_pool2d(x, 3, 2, 1) + F.avg_pool2d(x, 3, 2, 1)
+
+
+def adaptive_pools(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A classifier head's adaptive pools to 7 x 7 (window reductions, adaptive.py): the
+    average adds in eager's order (RBLOCK 1), the max in one block."""
+    return F.adaptive_avg_pool2d(x, 7), F.adaptive_max_pool2d(x, 7)
 
 
 def sync(device: torch.device) -> None:
@@ -69,8 +81,9 @@ def copy_bandwidth(device: torch.device) -> float:
     return 2 * x.numel() * 4 / seconds
 
 
-def nbytes(args: tuple[torch.Tensor, ...], out: torch.Tensor) -> int:
-    return sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
+def nbytes(args: tuple[torch.Tensor, ...], out: torch.Tensor | tuple[torch.Tensor, ...]) -> int:
+    outs = out if isinstance(out, tuple) else (out,)
+    return sum(t.numel() * t.element_size() for t in (*args, *outs))
 
 
 def main() -> int:
@@ -91,6 +104,10 @@ def main() -> int:
                                     for m in (1, 2, 4, 8)]),
         ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 24 * m, 64, 128) if gpu else (3, 12 * m, 10, 20)), device=device),)
                                              for m in (1, 2, 4, 8)]),
+        ("pooling windows", pooling_windows, [(torch.randn(*((32, 64, 28 * m, 28 * m) if gpu else (2, 4, 7 * m, 7 * m)),
+                                                           device=device),) for m in (1, 2, 3, 4)]),
+        ("adaptive pools", adaptive_pools, [(torch.randn(*((32, 512, 7 * m + 3, 7 * m + 3) if gpu else (2, 4, 7 * m + 3, 7 * m + 3)),
+                                                         device=device),) for m in (1, 2, 3, 4)]),
     ]
     backends = [("aot_eager", None), ("xpu_lite", None)] + ([] if args.no_inductor else [("inductor", None)])
     copy_bw = copy_bandwidth(device) if gpu else None

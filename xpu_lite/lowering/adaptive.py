@@ -4,11 +4,11 @@
 Along each spatial dim, result element o of `out` pools the input positions
 [floor(o * in / out), ceil((o + 1) * in / out)): a window whose length depends on o and on
 the input size, which is symbolic, so it cannot be unrolled as pooling.py unrolls fixed
-windows (torch._decomp's decomposition, like Inductor's lowering, branches on `in % out`
-instead: a graph per remainder). Each op is one reduction kernel: xindex walks the
-result's elements, rindex a box of window offsets K_1 x ... x K_n, K = ceil(in / out) + 1
-(which bounds every window's length for every input size; the exact longest window where
-the sizes are static), and an offset past the element's own window loads nothing.
+windows (torch._decomp's decomposition branches on `in % out`; Inductor compiles a graph
+per input size). Each op is one reduction kernel: xindex walks the result's elements,
+rindex a box of window offsets K_1 x ... x K_n, K = ceil(in / out) + 1 (which bounds
+every window's length for every input size; the exact longest window where the sizes are
+static), and an offset past the element's own window loads nothing.
 - avg: the window's elements added in float32 one at a time, in row-major order, from 0,
   then divided by the window's length along each dim in turn (`sum / kh / kw`), as eager's
   kernels do: the kernel is ordered (RBLOCK 1, KernelBuilder.in_order), so the result is
