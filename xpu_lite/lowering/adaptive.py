@@ -11,7 +11,7 @@ every window's length for every input size; the exact longest window where the s
 static), and an offset past the element's own window loads nothing.
 - avg: the window's elements added in float32 one at a time, in row-major order, from 0,
   then divided by the window's length along each dim in turn (`sum / kh / kw`), as eager's
-  kernels do: the kernel is ordered (RBLOCK 1, KernelBuilder.in_order), so the result is
+  cpu kernels (and its cuda kernel for contiguous 2-D inputs) do: the kernel is ordered (RBLOCK 1, KernelBuilder.in_order), so the result is
   bitwise eager's (but in fp16/bf16 3-D, where eager's cpu kernel adds in the dtype);
 - max: the window's max (NaN propagates) and its index h * W + w in the plane (or
   (d * H + h) * W + w) as eager picks it: the first max in row-major order, or, where the
