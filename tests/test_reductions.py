@@ -17,6 +17,7 @@ from xpu_lite.runtime import PERSISTENT_MAX
 
 from xpu_lite.report import capture
 
+from .conftest import assert_bitwise
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _opinfo, _run_samples, _to
 
 LOOPED_ROW = PERSISTENT_MAX["cpu"] + 476  # > the largest block on every target: looped
@@ -27,6 +28,7 @@ REDUCTION_OPINFOS = [
     ("log_softmax", ""), ("nn.functional.layer_norm", ""), ("nn.functional.rms_norm", ""),
     ("nn.functional.group_norm", ""), ("nn.functional.cross_entropy", ""), ("nn.functional.nll_loss", ""),
     ("nn.functional.batch_norm", ""), ("nn.functional.instance_norm", ""), ("cumsum", ""), ("cumprod", ""),
+    ("cummax", ""), ("cummin", ""),
 ]
 TOLERANCE = {"var": 1e-4, "std": 1e-4, "var_mean": 1e-4, "nn.functional.group_norm": 1e-4, "nn.functional.layer_norm": 1e-4,
              "nn.functional.batch_norm": 1e-4, "nn.functional.instance_norm": 1e-4}
@@ -333,6 +335,53 @@ def test_scan_gradients_and_reasons() -> None:
     reasons = sorted(str(d.reason) for d in report.graphs[0].fallbacks if d.op == "aten.cumsum.default")
     assert len(reasons) == 2 and "a float64 input" in reasons[0], reasons
     assert "dtype=torch.float16: this lowering takes a dtype only where the input converts to it exactly" in reasons[1]
+
+
+RUNNING_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", RUNNING_DTYPES, ids=[str(d).removeprefix("torch.") for d in RUNNING_DTYPES])
+def test_running_max_and_min_are_bitwise_eager(device: str, dtype: torch.dtype) -> None:
+    """cummax and cummin fold each row one element at a time, in order (an ordered kernel,
+    RBLOCK 1, at any length): values and indices are eager's, ties (the later index), -inf
+    and NaN (it stays until the next NaN, whose index it takes) included; a consumer of the
+    values fuses. (A consumer computing a NaN in bfloat16 would differ in its payload bits
+    alone: eager's vectorized cpu cast writes 0xFFFF, its scalar one 0x7FC0, as ours.)"""
+    def fn(x):
+        values, indices = torch.cummax(x, -1)
+        return values, indices, values > 0, *torch.cummin(x, 0)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (5, 9, LOOPED_ROW):
+            x = (torch.randn(4, length, device=device) * 4).to(dtype)
+            x[2, :3] = 1  # ties
+            if dtype.is_floating_point:
+                x[1, 2] = x[1, 4] = x[3, 0] = float("nan")
+                x[0, 1] = float("-inf")
+            assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.forward_graphs == 1 and not any(r.fallbacks for r in reports)
+    kernels = {d.kernel for d in reports[0].decisions if d.op in ("aten.cummax.default", "aten.cummin.default")}
+    assert len(kernels) == 2 and all("in order, one element at a time" in k for k in kernels), kernels
+
+
+def test_running_max_gradients_and_reasons() -> None:
+    """cummax's backward scatters each gradient to the index it took (scatter_add kernels);
+    a bool input stays eager, saying why."""
+    def fn(x):
+        return (torch.cummax(x, 1).values * x).sum() + torch.cummin(x, 0).values.sum()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (5, 9):
+            x = torch.randn(3, length)
+            x[1, :3] = 0.5  # ties: the gradient goes to the later element
+            x.requires_grad_()
+            assert_bitwise(torch.autograd.grad(compiled(x), x), torch.autograd.grad(fn(x), x))
+    assert not any(r.fallbacks for r in reports), [r.fallbacks for r in reports]
+    report = xpu_lite.explain(lambda x: torch.cummax(x, 0), torch.randn(4) > 0)
+    (reason,) = [str(d.reason) for d in report.graphs[0].fallbacks if d.op == "aten.cummax.default"]
+    assert "a bool input" in reason, reason
 
 
 # -- semantics ----------------------------------------------------------------------------

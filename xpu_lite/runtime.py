@@ -129,7 +129,7 @@ def reduction_strategy(rnumel: Any, device_type: str, verb: str = "reduces", ord
     """How the launch picks a strategy, in words (for explain); `verb` says what the kernel
     does along a row ("scans" for one with only scans)."""
     if ordered:
-        return f"{verb} {rnumel} per row: in order, one element at a time (RBLOCK=1), as eager adds them"
+        return f"{verb} {rnumel} per row: in order, one element at a time (RBLOCK=1), as eager's loop walks it"
     limit = PERSISTENT_MAX["cpu" if device_type == "cpu" else "gpu"]
     if getattr(rnumel, "is_number", False):
         kind = "persistent" if int(rnumel) <= limit else f"looped, RBLOCK={limit}"

@@ -144,6 +144,8 @@ class _Source:
         with out.indent():
             out.line("xindex = (tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK))[:, None]")
             out.line("xmask = xindex < xnumel")
+            if any(isinstance(v, ir.Scan) and v.op in ir.FOLDS for v in k.values):  # one element per chunk
+                out.line("tl.static_assert(RBLOCK == 1, 'a fold walks its row one element at a time')")
             if self.persistent:
                 self._persistent()
             else:
@@ -186,8 +188,11 @@ class _Source:
             for i in needed:
                 value = k.values[i]
                 if isinstance(value, ir.Scan):
-                    self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, value.dtype)}, "
-                                  f"{TL_DTYPE[value.dtype]})", f"{value.node}: the chunks before")
+                    dtype = k.values[value.arg].dtype if value.op in ir.FOLDS else value.dtype  # a fold carries the value
+                    self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, dtype)}, "
+                                  f"{TL_DTYPE[dtype]})", f"{value.node}: the chunks before")
+                    if value.op.startswith("arg"):
+                        self.out.line(f"carry{i}_index = tl.full([XBLOCK, 1], 0, tl.int64)")
             out.line("for roffset in range(0, rnumel, RBLOCK):", f"pass {p + 1} of {loops} over the row")
             with out.indent():
                 self._chunk_header("(roffset + tl.arange(0, RBLOCK)[None, :]).to(INDEX)")
@@ -235,6 +240,9 @@ class _Source:
         """A scan of the chunk (masked lanes hold the identity), after the carry when looped."""
         value = self.k.values[i]
         assert isinstance(value, ir.Scan)
+        if value.op in ir.FOLDS:
+            self._fold(i, name)
+            return
         op, dt = value.op, TL_DTYPE[value.dtype]
         self.out.line(f"scan{i} = tl.where(mask, {self.names[value.arg]}, {self._identity(op, value.dtype)}).to({dt})", value.node)
         scanned = _SCAN[self.target][op].format(f"scan{i}")
@@ -245,6 +253,24 @@ class _Source:
             whole = _COMBINE[self.target][op]
             self.out.line(f"{name} = carry{i} {symbol} {scanned}")
             self.out.line(f"carry{i} = carry{i} {symbol} {whole.format(f'scan{i}')}[:, None]")
+        self.names[i] = name
+
+    def _fold(self, i: int, name: str) -> None:
+        """cummax/cummin's running extreme (or its index), an ordered kernel's: each chunk is one
+        element (RBLOCK 1), which replaces the carry where it is at least as large (small), or
+        NaN, as eager's `isnan(x) || (!isnan(out) && x >= out)`."""
+        value = self.k.values[i]
+        assert isinstance(value, ir.Scan) and not self.persistent
+        x = self.names[value.arg]
+        cmp = ">=" if value.op.removeprefix("arg") == "max" else "<="
+        better = f"({x} {cmp} carry{i})"
+        if self.k.values[value.arg].dtype.is_floating_point:
+            better = f"(({x} != {x}) | ((carry{i} == carry{i}) & {better}))"
+        self.out.line(f"take{i} = mask & {better}", value.node)
+        self.out.line(f"carry{i} = tl.where(take{i}, {x}, carry{i})")
+        if value.op.startswith("arg"):
+            self.out.line(f"carry{i}_index = tl.where(take{i}, rindex, carry{i}_index)")
+        self.out.line(f"{name} = carry{i}{'_index' if value.op.startswith('arg') else ''}")
         self.names[i] = name
 
     # -- accumulators -------------------------------------------------------------------

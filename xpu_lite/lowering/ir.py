@@ -118,13 +118,17 @@ class Reduce:
     node: str
 
 
-SCANS = ("sum", "prod")
+SCANS = ("sum", "prod", "max", "min", "argmax", "argmin")
+FOLDS = ("max", "min", "argmax", "argmin")  # scans an ordered kernel folds one element at a time
 
 
 @dataclasses.dataclass(frozen=True)
 class Scan:
     """One value per element: `op` over the elements of value `arg` from the row's start up
-    to this one (inclusive, in rindex order; cumsum, cumprod)."""
+    to this one (inclusive, in rindex order; cumsum, cumprod). The FOLDS are cummax/cummin's,
+    as eager's loop computes them, in ordered kernels only: the running max/min, which an
+    element at least as large/small, or a NaN, replaces (a NaN stays until the next NaN);
+    and arg*, the rindex of the element it holds (the latest of equal ones)."""
 
     op: str  # one of SCANS
     arg: int
@@ -290,6 +294,8 @@ def verify(kernel: Kernel) -> Kernel:
         elif isinstance(value, Scan):
             if not kernel.is_reduction or value.op not in SCANS or not 0 <= value.arg < i:
                 raise IRError(f"{kernel.name}: node {value.node} scan {value.op} ({value.dtype}) is malformed")
+            if value.op in FOLDS and not kernel.ordered:
+                raise IRError(f"{kernel.name}: node {value.node} scan {value.op} folds a row in order: an ordered kernel's only")
         if isinstance(value, Load) and not kernel.is_reduction and RINDEX in value.index.free_symbols:
             raise IRError(f"{kernel.name}: value {i} indexes with rindex in a pointwise kernel")
         if isinstance(value, Load) and kernel.tile is None and value.index.free_symbols & {YINDEX, ZINDEX}:

@@ -179,6 +179,17 @@ def _scan(op: str) -> Callable[..., int]:
     return rule
 
 
+def _running_extreme(op: str) -> Callable[..., tuple[int, int]]:
+    """cummax / cummin: (values, indices), folded one element at a time in order (eager's
+    loop: ties take the later index, a NaN stays until the next NaN)."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int]:
+        b.in_order()
+        return b.scan(op, int(x), node, b.dtype(int(x))), b.scan(f"arg{op}", int(x), node, torch.int64)
+
+    return rule
+
+
 def scanned_dim(node: torch.fx.Node) -> tuple[int, ...]:
     """A scan's one dim, as the reductions' dims (fusion builds the kernel's space from it)."""
     dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
@@ -207,3 +218,5 @@ _reg((aten.var_mean.correction,), _checker(FLOATS, ("correction",)), _var_mean)
 # scans: a result per element, computed along the scanned dim as a reduction walks its row
 LOWERINGS.register(aten.cumsum.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("sum"))
 LOWERINGS.register(aten.cumprod.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("prod"))
+LOWERINGS.register(aten.cummax.default, checker=_checker(NUMERIC), reduces=scanned_dim)(_running_extreme("max"))
+LOWERINGS.register(aten.cummin.default, checker=_checker(NUMERIC), reduces=scanned_dim)(_running_extreme("min"))
