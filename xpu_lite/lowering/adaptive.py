@@ -35,8 +35,7 @@ import torch.fx
 from .._torch_compat import FloorDiv
 from . import ir
 from .kernel_builder import sizes_of
-from .pointwise import FLOATS, _tensor_rejection
-from .pooling import _flat
+from .pooling import _flat, pool_rejection
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -93,28 +92,9 @@ def _space(node: torch.fx.Node) -> tuple[tuple[sympy.Expr, ...], tuple[int, ...]
 
 def _check(node: torch.fx.Node) -> str | None:
     role, dims = _OPS[node.target]
-    val = node.meta.get("val")
-    out = val[0] if isinstance(val, (tuple, list)) else val
-    if (why := _tensor_rejection(out, FLOATS, "result")) is not None:
-        return why
-    backward = role.endswith("backward")
-    named = [(node.args[1] if backward else node.args[0], FLOATS, "input")]
-    if backward:
-        named.append((node.args[0], FLOATS, "gradient"))
-    if role == "max backward":
-        named.append((node.args[2], (torch.int64,), "indices"))
-    for arg, dtypes, what in named:
-        if not isinstance(arg, torch.fx.Node) or (why := _tensor_rejection(arg.meta.get("val"), dtypes, what)):
-            return why or f"{what} that is not a graph node"
-    x = named[0][0].meta["val"]
-    if x.dim() not in (dims + 1, dims + 2):
-        plane = "D, H, W" if dims == 3 else "H, W"
-        return f"a {x.dim()}-D input: this lowering pools (C, {plane}) or (N, C, {plane})"
-    if any(isinstance(s, int) and s == 0 for t in (out, x) for s in t.shape):
-        return "a statically empty input or result: nothing to compute, eager makes it (or raises)"
-    if node.kwargs:
-        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
-    return None
+    if role.endswith("backward"):
+        return pool_rejection(node, dims, node.args[1], node.args[0], node.args[2] if role == "max backward" else None)
+    return pool_rejection(node, dims, node.args[0])
 
 
 def _windows(b: Any, node: torch.fx.Node, windowed: torch.fx.Node):

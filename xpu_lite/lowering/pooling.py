@@ -96,31 +96,34 @@ def _flat(position: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...]) -> sy
     return index
 
 
-def _check(node: torch.fx.Node) -> str | None:
-    _, dims, position = _OPS[node.target][:3]
-    x = node.args[position]
+def pool_rejection(node: torch.fx.Node, dims: int, x: Any, grad: Any = None, indices: Any = None) -> str | None:
+    """Why a pooling node's tensors keep it eager, or None: a float result, input `x` and
+    gradient `grad` (backward ops), int64 `indices` (max backward), an (N,) C + `dims`-D
+    input, nothing statically empty, positional arguments only. Pools and adaptive pools."""
     val = node.meta.get("val")
     out = val[0] if isinstance(val, (tuple, list)) else val
     if (why := _tensor_rejection(out, FLOATS, "result")) is not None:
         return why
-    if not isinstance(x, torch.fx.Node) or (why := _tensor_rejection(x.meta.get("val"), FLOATS, "input")) is not None:
-        return why or "an input that is not a graph node"
-    if _role(node).endswith("backward"):
-        grad = node.args[0]
-        if not isinstance(grad, torch.fx.Node) or (why := _tensor_rejection(grad.meta.get("val"), FLOATS, "gradient")):
-            return why or "a gradient that is not a graph node"
-    if _role(node) == "max backward":
-        indices = node.args[7]
-        if not isinstance(indices, torch.fx.Node) or \
-                (why := _tensor_rejection(indices.meta.get("val"), (torch.int64,), "indices")):
-            return why or "indices that are not a graph node"
+    named = [(x, FLOATS, "input"), (grad, FLOATS, "gradient"), (indices, (torch.int64,), "indices")]
+    for arg, dtypes, what in named[:1] + [n for n in named[1:] if n[0] is not None]:
+        if not isinstance(arg, torch.fx.Node) or (why := _tensor_rejection(arg.meta.get("val"), dtypes, what)):
+            return why or f"its {what} is not a graph node"
     if x.meta["val"].dim() not in (dims + 1, dims + 2):
         plane = "D, H, W" if dims == 3 else "H, W"
         return f"a {x.meta['val'].dim()}-D input: this lowering pools (C, {plane}) or (N, C, {plane})"
-    if any(isinstance(s, int) and s == 0 for s in out.shape):
-        return "a statically empty result: nothing to compute, eager makes it"
+    if any(isinstance(s, int) and s == 0 for t in (out, x.meta["val"]) for s in t.shape):
+        return "a statically empty input or result: nothing to compute, eager makes it (or raises)"
     if node.kwargs:
         return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
+    return None
+
+
+def _check(node: torch.fx.Node) -> str | None:
+    role, dims, position = _OPS[node.target][:3]
+    backward = role.endswith("backward")
+    grad, indices = (node.args[0] if backward else None), (node.args[7] if role == "max backward" else None)
+    if (why := pool_rejection(node, dims, node.args[position], grad, indices)) is not None:
+        return why
     params = _params(node)
     if not all(type(v) is int for per_dim in params for v in per_dim):
         return "a symbolic kernel size, stride, padding or dilation: the window is unrolled"
