@@ -292,6 +292,28 @@ def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(capture
     assert "div.full.f32" not in ptx and "sqrt.approx" not in ptx
 
 
+def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
+    """On a gpu the inverse trigonometric and hyperbolic functions, log10, atan2 and hypot
+    are the libdevice functions eager's kernels call (asinf, ...), not the interpreter's
+    compositions (whose Steps lines a gpu source must not have); fmax/fmin, copysign and
+    signbit are the same bit-exact forms on both targets. The source compiles and links."""
+    unary = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10")
+
+    def fn(x, y):
+        return (*[getattr(torch, name)(x) for name in unary], torch.atan2(x, y), torch.hypot(x, y), torch.fmax(x, y),
+                torch.fmin(x, y), torch.copysign(x, y), torch.signbit(x))
+
+    _run(fn, torch.randn(8, 16), torch.randn(8, 16))
+    (kernel,) = captured
+    (source,) = kernel_sources(kernel, "gpu").values()
+    for name in (*unary, "atan2", "hypot"):
+        assert f"libdevice.{name}(" in source, name
+    assert not re.search(r"tmp\d+_\w+ = ", source), source
+    jit = triton.jit(runtime.kernel_function(kernel.name, source))
+    compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target())
+    assert compiled.asm["cubin"] and not re.search(r"\.extern \.func.*__nv_", compiled.asm["ptx"]), "unlinked libdevice"
+
+
 def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -> None:
     """Pooling windows (values and int64 indices, 2-D and 3-D) and their backward, repeat, setitem's
     copy, and batch norm's backward, whose SymFloat operand is an fp32 kernel argument."""

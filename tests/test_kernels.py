@@ -31,11 +31,15 @@ FLOAT_OPINFOS = [
     ("eq", ""), ("ne", ""), ("lt", ""), ("le", ""), ("gt", ""), ("ge", ""), ("logical_and", ""), ("logical_not", ""),
     ("nn.functional.relu", ""), ("nn.functional.silu", ""), ("nn.functional.gelu", ""), ("nn.functional.hardtanh", ""),
     ("nn.functional.leaky_relu", ""), ("nn.functional.elu", ""), ("full_like", ""), ("fill", ""),
+    ("asin", ""), ("acos", ""), ("atan", ""), ("atan2", ""), ("asinh", ""), ("acosh", ""), ("atanh", ""), ("sinh", ""),
+    ("cosh", ""), ("log10", ""), ("hypot", ""), ("copysign", ""), ("fmax", ""), ("fmin", ""), ("signbit", ""),
+    ("isfinite", ""), ("logaddexp", ""),
 ]
 INT_OPINFOS = [
     ("add", ""), ("sub", ""), ("mul", ""), ("neg", ""), ("abs", ""), ("maximum", ""), ("minimum", ""), ("eq", ""),
     ("lt", ""), ("ge", ""), ("bitwise_and", ""), ("bitwise_or", ""), ("bitwise_xor", ""), ("bitwise_not", ""),
-    ("logical_or", ""), ("logical_xor", ""), ("where", ""), ("clamp", ""), ("sign", ""),
+    ("logical_or", ""), ("logical_xor", ""), ("where", ""), ("clamp", ""), ("sign", ""), ("fmax", ""), ("fmin", ""),
+    ("signbit", ""), ("copysign", ""), ("atan2", ""),
 ]
 LOW_PRECISION_TOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
@@ -589,6 +593,9 @@ SPECIAL_VALUE_OPS = {
     "trunc": lambda x, y: torch.trunc(x), "ceil": lambda x, y: torch.ceil(x), "sign": lambda x, y: torch.sign(x),
     "sin": lambda x, y: torch.sin(x), "gelu": lambda x, y: F.gelu(x), "silu": lambda x, y: F.silu(x),
     "elu": lambda x, y: F.elu(x),
+    **{name: (lambda f: lambda x, y: f(x))(getattr(torch, name))
+       for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10")},
+    "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
 }
 # the sign of a zero result is C's/IEEE's for the others; eager's own cpu and gpu kernels
 # of these activations disagree on it
@@ -617,6 +624,58 @@ def test_special_values_match_eager(device: str, name: str) -> None:
     zeros = expected == 0
     if name not in ZERO_SIGN_UNSPECIFIED:
         assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit()), "signed zeros"
+
+
+def test_products_of_bools_are_kernels(device: str) -> None:
+    """Eager multiplies two bool tensors as a logical and; the decompositions of isfinite
+    and logaddexp do so (they were eager fallbacks with 'a bool result')."""
+    def fn(x, y):
+        return (x > 0) * (y > 0), (x > 0) * True, torch.isfinite(x), torch.logaddexp(x, y)
+
+    x = torch.tensor([1.0, -1.0, float("inf"), float("-inf"), float("nan"), 0.0, 3.0], device=device)
+    y = torch.tensor([2.0, 5.0, float("-inf"), float("inf"), 1.0, -0.0, 3.0], device=device)
+    actual, expected = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, y), fn(x, y)
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled >= 1
+    assert_bitwise(actual[:3], expected[:3])
+    _close(actual[3], expected[3])
+
+
+# function -> the range of its dense grid (beyond the domain too: NaN there)
+ULP_FUNCTIONS = {"asin": (-1.1, 1.1), "acos": (-1.1, 1.1), "atan": (-40.0, 40.0), "asinh": (-1e3, 1e3),
+                 "acosh": (-2.0, 1e3), "atanh": (-1.1, 1.1), "sinh": (-95.0, 95.0), "cosh": (-95.0, 95.0),
+                 "log10": (-1.0, 1e4), "atan2": (-40.0, 40.0), "hypot": (-40.0, 40.0)}
+
+
+def _ulps(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """|actual - reference| in units of the float32 spacing at the reference."""
+    magnitude = reference.float().abs()
+    spacing = (torch.nextafter(magnitude, torch.tensor(float("inf"), device=magnitude.device)) - magnitude).double()
+    return (actual.double() - reference).abs() / spacing
+
+
+@pytest.mark.parametrize("name", list(ULP_FUNCTIONS))
+def test_math_functions_within_four_ulps(device: str, name: str) -> None:
+    """The functions composed from exp/log/sqrt under the interpreter (libdevice's on a gpu)
+    against float64 on a dense grid, ±1e-8..10 on a log scale and the special values: within
+    4 float32 ulps wherever the float32 result is finite (Cephes' and glibc's single-precision
+    routines promise 2-3; a tolerance of 1e-5 would let a wrong branch constant through), NaN
+    and infinities where float64's are, and its signed zeros."""
+    fn = getattr(torch, name)
+    lo, hi = ULP_FUNCTIONS[name]
+    tiny = torch.logspace(-8, 1, 1500)
+    x = torch.cat([torch.linspace(lo, hi, 3001), tiny, -tiny, torch.tensor(_SPECIAL)]).to(device)
+    args = (x, x.flip(0) * 0.7) if name in ("atan2", "hypot") else (x,)
+    actual = torch.compile(fn, backend="xpu_lite", dynamic=True)(*args)
+    assert xpu_lite.counters.kernels_compiled == 1 and xpu_lite.counters.fallback_nodes == 0
+    reference = fn(*[a.double() for a in args])
+    rounded = reference.float()
+    assert torch.equal(actual.isnan(), rounded.isnan())
+    finite = torch.isfinite(rounded)
+    assert torch.equal(actual[~finite & ~rounded.isnan()], rounded[~finite & ~rounded.isnan()])
+    ulps = _ulps(actual[finite], reference[finite])
+    assert ulps.max() <= 4.0, f"{ulps.max():.2f} ulps at x = {x[finite][ulps.argmax()].item()!r}"
+    zeros = rounded == 0
+    assert torch.equal(actual[zeros].signbit(), rounded[zeros].signbit()), "signed zeros"
 
 
 def test_cpu_zero_dim_tensors_beside_device_kernels(device: str) -> None:

@@ -232,7 +232,9 @@ class _Source:
             # as wide as its value says, so an int64 constant (a reduction's identity) meets it
             text = f"({pexpr(value.expr)}).to({TL_DTYPE[value.dtype]})"
         else:
-            text = scalar_or_compute(value, [self.names[a] for a in getattr(value, "args", ())], self.table, "[XBLOCK, 1]")
+            prelude, text = scalar_or_compute(value, name, [self.names[a] for a in getattr(value, "args", ())], self.table,
+                                              "[XBLOCK, 1]")
+            self.out.lines(prelude)
         self.out.line(f"{name} = {text}", comment(value))
         self.names[i] = name
 

@@ -7,6 +7,7 @@ libdevice functions are stubs and tl.maximum drops NaN, so NaN handling is spell
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import sympy
@@ -39,13 +40,104 @@ def _gelu_tanh(tanh: str) -> str:
 
 # integers have no NaN: their max/min need none of the float forms' checks
 INT_MATH = {"maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
-            "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})"}
+            "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})",
+            "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Steps:
+    """A math entry too long for one expression: statements `<name>_<local> = expr`, then
+    the value's expression. Placeholders: {0}, {1}, ... the operands, {dt} the value's tl
+    dtype, {t} the value's name and "_" (so `{t}a` is the local `tmp5_a`)."""
+
+    steps: tuple[tuple[str, str], ...]
+    result: str
+
+
+MathTable = dict[str, "str | Steps"]
+
+
+def _with_sign(magnitude: str) -> str:
+    """`magnitude` (a local) with {0}'s sign: -0.0 and -NaN included, as C's odd functions."""
+    return "tl.where(" + _SIGNBIT + ", -" + magnitude + ", " + magnitude + ")"
+
+
+# Cephes' single-precision polynomials (asinf.c, atanf.c), each within 2 ulps on its range:
+# asin(s) for |s| <= 0.5 from z = s*s; atan(r) for |r| <= tan(pi/8) from z = r*r
+_ASIN_POLY = ("((((4.2163199048e-2 * {t}z + 2.4181311049e-2) * {t}z + 4.5470025998e-2) * {t}z + 7.4953002686e-2) * {t}z"
+              " + 1.6666752422e-1) * {t}z * {s} + {s}")
+_ATAN_POLY = ("(((8.05374449538e-2 * {t}z - 1.38776856032e-1) * {t}z + 1.99777106478e-1) * {t}z - 3.33329491539e-1)"
+              " * {t}z * {t}r + {t}r")
+_PI, _PI_2, _PI_4, _LN2 = "3.141592653589793", "1.5707963267948966", "0.7853981633974483", "0.6931471805599453"
+_BEYOND_LOG = "268435456.0"  # 2**28: past it, x*x loses 1 against x and asinh(x), acosh(x) are log(2x)
+
+
+def _log1p_of(local: str) -> str:
+    return MATH_LOG1P.replace("{0}", local)
+
+
+MATH_LOG1P = ("tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", tl.log(1.0 + {0}), "
+              "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))")
+# Inverse trigonometric and hyperbolic functions composed from the interpreter's primitives
+# (exp, log, sqrt): Cephes' reductions for asin/acos/atan, glibc's (s_asinhf.c, e_acoshf.c,
+# e_atanhf.c, e_sinhf.c, e_coshf.c) for the hyperbolic ones, each branch chosen by tl.where.
+INTERPRETER_FUNCTIONS: MathTable = {
+    "asin": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 0.5"),
+                   ("z", "tl.where({t}big, 0.5 * (1.0 - {t}a), {t}a * {t}a)"),  # |x| > 1: sqrt(z < 0) is NaN
+                   ("s", "tl.where({t}big, tl.sqrt({t}z), {t}a)"),
+                   ("p", _ASIN_POLY.replace("{s}", "{t}s")),
+                   ("m", "tl.where({t}big, " + _PI_2 + " - 2.0 * {t}p, {t}p)")), _with_sign("{t}m")),
+    "acos": Steps((("lo", "{0} < -0.5"), ("hi", "{0} > 0.5"),
+                   ("s", "tl.where({t}lo, tl.sqrt(0.5 * (1.0 + {0})), tl.where({t}hi, tl.sqrt(0.5 * (1.0 - {0})), {0}))"),
+                   ("z", "{t}s * {t}s"), ("p", _ASIN_POLY.replace("{s}", "{t}s"))),
+                  "tl.where({t}lo, " + _PI + " - 2.0 * {t}p, tl.where({t}hi, 2.0 * {t}p, " + _PI_2 + " - {t}p))"),
+    "atan": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 2.414213562373095"), ("mid", "{t}a > 0.41421356237309503"),
+                   ("r", "tl.where({t}big, -1.0 / {t}a, tl.where({t}mid, ({t}a - 1.0) / ({t}a + 1.0), {t}a))"),
+                   ("z", "{t}r * {t}r"),
+                   ("m", "tl.where({t}big, " + _PI_2 + ", tl.where({t}mid, " + _PI_4 + ", 0.0)) + " + _ATAN_POLY)),
+                  _with_sign("{t}m")),
+    # atan2(y={0}, x={1}): atan of the smaller |.| over the larger (1 for two infinities,
+    # 0 for two zeros), then the octant; C's signed zeros and infinities, NaN from either
+    "atan2": Steps((("ay", "tl.abs({0})"), ("ax", "tl.abs({1})"), ("swap", "{t}ay > {t}ax"),
+                    ("q", "tl.where(({t}ay == float('inf')) & ({t}ax == float('inf')), 1.0, tl.where({t}swap, {t}ax / {t}ay, "
+                          "tl.where({t}ax == 0.0, 0.0, {t}ay / {t}ax)))"),
+                    ("mid", "{t}q > 0.41421356237309503"), ("r", "tl.where({t}mid, ({t}q - 1.0) / ({t}q + 1.0), {t}q)"),
+                    ("z", "{t}r * {t}r"), ("a", "tl.where({t}mid, " + _PI_4 + ", 0.0) + " + _ATAN_POLY),
+                    ("b", "tl.where({t}swap, " + _PI_2 + " - {t}a, {t}a)"),
+                    ("c", "tl.where(" + _SIGNBIT.replace("{0}", "{1}") + ", " + _PI + " - {t}b, {t}b)")),
+                   "tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, " + _with_sign("{t}c") + ")"),
+    "asinh": Steps((("a", "tl.abs({0})"), ("s", "{t}a * {t}a"),
+                    ("u", "{t}a + {t}s / (1.0 + tl.sqrt(1.0 + {t}s))"),
+                    ("m", "tl.where({t}a > " + _BEYOND_LOG + ", tl.log({t}a) + " + _LN2 + ", tl.where({t}a > 2.0, "
+                          "tl.log(2.0 * {t}a + 1.0 / (tl.sqrt({t}s + 1.0) + {t}a)), " + _log1p_of("{t}u") + "))")),
+                   _with_sign("{t}m")),
+    "acosh": Steps((("d", "{0} - 1.0"), ("u", "{t}d + tl.sqrt(2.0 * {t}d + {t}d * {t}d)")),
+                   "tl.where({0} < 1.0, float('nan'), tl.where({0} > " + _BEYOND_LOG + ", tl.log({0}) + " + _LN2
+                   + ", tl.where({0} > 2.0, tl.log(2.0 * {0} - 1.0 / ({0} + tl.sqrt({0} * {0} - 1.0))), "
+                   + _log1p_of("{t}u") + ")))"),
+    "atanh": Steps((("a", "tl.abs({0})"), ("d", "1.0 - {t}a"),  # |x| = 1: a / 0 is inf; |x| > 1: log1p(< -1) is NaN
+                    ("u", "tl.where({t}a < 0.5, 2.0 * {t}a + 2.0 * {t}a * {t}a / {t}d, 2.0 * {t}a / {t}d)"),
+                    ("m", "0.5 * (" + _log1p_of("{t}u") + ")")), _with_sign("{t}m")),
+    "sinh": Steps((("a", "tl.abs({0})"), ("e", "tl.exp({t}a)"),
+                   ("t", "tl.where({t}e == 1.0, {t}a, tl.where({t}e > " + _F32_MAX + ", {t}e, "
+                         "({t}e - 1.0) * ({t}a / tl.log({t}e))))"),  # expm1(a), as MATH's
+                   ("w", "tl.exp(0.5 * {t}a)"),
+                   ("m", "tl.where({t}a < 1.0, 0.5 * (2.0 * {t}t - {t}t * {t}t / ({t}t + 1.0)), tl.where({t}a < 22.0, "
+                         "0.5 * ({t}t + {t}t / ({t}t + 1.0)), 0.5 * {t}w * {t}w))")), _with_sign("{t}m")),
+    "cosh": Steps((("a", "tl.abs({0})"), ("e", "tl.exp({t}a)"), ("w", "tl.exp(0.5 * {t}a)")),
+                  "tl.where({t}a < 88.0, 0.5 * {t}e + 0.5 / {t}e, 0.5 * {t}w * {t}w)"),  # 0.5 * w * w: no early overflow
+    # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
+    "hypot": Steps((("ax", "tl.abs({0})"), ("ay", "tl.abs({1})"), ("mx", "tl.where({t}ax > {t}ay, {t}ax, {t}ay)"),
+                    ("r", "tl.where({t}ax > {t}ay, {t}ay, {t}ax) / {t}mx")),
+                   "tl.where(({t}ax == float('inf')) | ({t}ay == float('inf')), float('inf'), tl.where(({t}ax != {t}ax) "
+                   "| ({t}ay != {t}ay), {t}ax + {t}ay, tl.where({t}mx == 0.0, 0.0, {t}mx * tl.sqrt(1.0 + {t}r * {t}r))))"),
+}
 
 
 # op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
 # targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
 # a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
-MATH: dict[str, str] = {
+MATH: MathTable = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
     "maximum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
     "minimum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
@@ -59,8 +151,8 @@ MATH: dict[str, str] = {
     # Kahan's tricks: accurate near 0 without libdevice
     "expm1": "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
              "tl.where(tl.exp({0}) > " + _F32_MAX + ", tl.exp({0}), (tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0}))))))",
-    "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", tl.log(1.0 + {0}), "
-             "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))",
+    "log1p": MATH_LOG1P,
+    "log10": "tl.log({0}) * 0.4342944819032518",
     "sqrt": "tl.sqrt({0})", "rsqrt": "1.0 / tl.sqrt({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "tl.sin({0}) / tl.cos({0})",
     "tanh": _TANH, "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
@@ -94,12 +186,21 @@ MATH: dict[str, str] = {
     # both targets (srem; the interpreter's numpy fmod)
     "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
+    # NaN-ignoring max/min (C's fmax/fmin): NaN only where both are; of equal operands
+    # (-0.0 and 0.0) the first, as eager's cpu kernels give
+    "fmax": "tl.where({0} != {0}, {1}, tl.where({1} > {0}, {1}, {0}))",
+    "fmin": "tl.where({0} != {0}, {1}, tl.where({1} < {0}, {1}, {0}))",
+    # bits of fp32 operands (the lowering broadcasts a scalar): exact in every float dtype
+    "copysign": "(({0}.to(tl.int32, bitcast=True) & 2147483647) | ({1}.to(tl.int32, bitcast=True) & -2147483648))"
+                ".to(tl.float32, bitcast=True)",
+    "signbit": _SIGNBIT,
+    **INTERPRETER_FUNCTIONS,
 }
 # xpu/cuda: Triton's `/` and tl.sqrt compile to approximate instructions (div.full.f32,
 # sqrt.approx.ftz.f32 on cuda) where eager is correctly rounded, so division and sqrt are
 # the IEEE forms; libdevice (real there, a stub under the interpreter) where it is the
 # accurate C function eager calls.
-TARGET_MATH: dict[str, dict[str, str]] = {
+TARGET_MATH: dict[str, MathTable] = {
     "interpreter": {},
     "gpu": {
         "truediv": "tl.div_rn({0}, {1})", "reciprocal": "tl.div_rn(1.0, {0})",
@@ -111,6 +212,9 @@ TARGET_MATH: dict[str, dict[str, str]] = {
         "pow": "libdevice.pow({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
         "remainder": _REMAINDER.replace("{m}", "libdevice.fmod({0}, {1})"),
         "gelu_tanh": _gelu_tanh("libdevice.tanh({0})"),
+        # the C functions eager's gpu kernels call (asinf, atan2f, ...)
+        **{op: f"libdevice.{op}({{0}})" for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh")},
+        "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
     },
 }
 # the imports a kernel source of each target starts with
@@ -131,7 +235,7 @@ def target_for(device_type: str) -> str:
     return "interpreter" if device_type == "cpu" else "gpu"
 
 
-def math_table(target: str) -> dict[str, str]:
+def math_table(target: str) -> MathTable:
     return {**MATH, **TARGET_MATH[target]}
 
 
@@ -192,7 +296,9 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
             if i in used:
                 if isinstance(value, ir.Load) and value.bounds:
                     out.lines(bounds_check(kernel, f"tmp{i}", value.bounds, value.message, _live(value)))
-                out.line(f"tmp{i} = {_value(value, table, lanes, i)}", comment(value))
+                prelude, text = _value(value, table, lanes, i)
+                out.lines(prelude)
+                out.line(f"tmp{i} = {text}", comment(value))
         for k, store in enumerate(kernel.stores):
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
             # a 0-dim result (a constant) is written once, by lane 0 (a tiled kernel stores none)
@@ -260,32 +366,38 @@ def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:
     return " + ".join(terms)
 
 
-def _value(value: ir.Value, table: dict[str, str], lanes: tuple[sympy.Symbol, ...], i: int) -> str:
+def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i: int) -> tuple[list[str], str]:
     if isinstance(value, ir.Load):
         index = lane_index(value.index, lanes)
         mask = _live(value) + (f" & tmp{i}_ok" if value.bounds else "")
-        return f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
+        return [], f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
     block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
-    return scalar_or_compute(value, [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
+    return scalar_or_compute(value, f"tmp{i}", [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
 
 
-def scalar_or_compute(value: ir.Value, args: list[str], table: dict[str, str], block: str) -> str:
-    """Text of a Constant, SymValue or Compute value, its operands already named `args`."""
+def scalar_or_compute(value: ir.Value, name: str, args: list[str], table: MathTable,
+                      block: str) -> tuple[list[str], str]:
+    """(statements, text) of a Constant, SymValue or Compute value named `name`, its operands
+    already named `args`: the statements (a Steps entry's, naming `<name>_*`) come first."""
     if isinstance(value, ir.Constant):
-        return literal(value.value, value.dtype)
+        return [], literal(value.value, value.dtype)
     if isinstance(value, ir.SymValue):
-        return f"({pexpr(value.expr)})"
+        return [], f"({pexpr(value.expr)})"
     assert isinstance(value, ir.Compute), value
     dt = TL_DTYPE[value.dtype]
     if value.op == "to":
-        return f"({args[0]} != 0)" if value.dtype is torch.bool else f"{args[0]}.to({dt})"
+        return [], f"({args[0]} != 0)" if value.dtype is torch.bool else f"{args[0]}.to({dt})"
     if value.op == "broadcast":
-        return f"tl.full({block}, {args[0]}, {dt})"
+        return [], f"tl.full({block}, {args[0]}, {dt})"
     if value.op == "bitwise_not" and value.dtype is torch.bool:
-        return f"({args[0]} == 0)"
+        return [], f"({args[0]} == 0)"
+    entry = table[value.op]
     if value.op in INT_MATH and value.dtype in (torch.int32, torch.int64):
-        return "(" + INT_MATH[value.op].format(*args) + ")"
-    return "(" + table[value.op].format(*args, dt=dt) + ")"
+        entry = INT_MATH[value.op]
+    if isinstance(entry, str):
+        return [], "(" + entry.format(*args, dt=dt) + ")"
+    fill = lambda text: text.format(*args, dt=dt, t=f"{name}_")  # noqa: E731
+    return [f"{name}_{local} = {fill(expr)}" for local, expr in entry.steps], "(" + fill(entry.result) + ")"
 
 
 def literal(value: float | int | bool, dtype: torch.dtype) -> str:

@@ -132,6 +132,25 @@ def _elementwise(op: str, nargs: int) -> Rule:
     return rule
 
 
+def _on_blocks(op: str, nargs: int, dtype: torch.dtype | None = None) -> Rule:
+    """Operands cast to `dtype` (default the output's compute dtype), a scalar one
+    broadcast to a block (the math reads fp32 bits: a literal has none), then `op`."""
+
+    def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
+        cdt = _out_cdt(node) if dtype is None else dtype
+        args = [_arg(b, o, cdt, node) for o in operands[:nargs]]
+        args = [b.compute("broadcast", (a,), node, cdt) if _is_scalar(b, a) else a for a in args]
+        return b.compute(op, tuple(args), node, _out_cdt(node))
+
+    return rule
+
+
+def _mul(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+    """Numbers multiply; bools (eager's mul of two bool tensors) are and-ed."""
+    cdt = _out_cdt(node)
+    return b.compute("logical_and" if cdt is torch.bool else "mul", (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+
+
 def _compare(op: str) -> Rule:
     def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
         cdt = _promoted(b, operands)
@@ -321,6 +340,15 @@ _FLOAT_UNARY = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt",
                 "sigmoid", "erf", "reciprocal", "floor", "ceil", "trunc", "round", "silu"]
 for _op in _FLOAT_UNARY:
     _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _elementwise(_op, 1))
+# composed from exp/log/sqrt and fp32 bits under the interpreter, libdevice on a gpu (codegen/triton.py)
+for _op in ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10"]:
+    _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _on_blocks(_op, 1))
+_reg((aten.atan2.default,), checker(FLOATS, ALL), _on_blocks("atan2", 2))
+_reg((aten.hypot.default,), checker(FLOATS, FLOATS), _on_blocks("hypot", 2))
+_reg((aten.copysign.Tensor, aten.copysign.Scalar), checker(FLOATS, ALL), _on_blocks("copysign", 2))
+_reg((aten.signbit.default,), checker((torch.bool,), NUMERIC), _on_blocks("signbit", 1, torch.float32))
+_reg((aten.fmax.default,), checker(NUMERIC, NUMERIC), _elementwise("fmax", 2))
+_reg((aten.fmin.default,), checker(NUMERIC, NUMERIC), _elementwise("fmin", 2))
 for _op in ["neg", "abs", "relu", "sign"]:
     _reg((getattr(aten, _op).default,), checker(NUMERIC, NUMERIC), _elementwise(_op, 1))
 for _op in ["isnan", "isinf"]:
@@ -328,7 +356,7 @@ for _op in ["isnan", "isinf"]:
 
 _reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
 _reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
-_reg((aten.mul.Tensor, aten.mul.Scalar), checker(NUMERIC, ALL), _elementwise("mul", 2))
+_reg((aten.mul.Tensor, aten.mul.Scalar), checker(ALL, ALL), _mul)
 _reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, ALL), _elementwise("truediv", 2))
 _reg((aten.div.Tensor_mode, aten.div.Scalar_mode), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
