@@ -10,6 +10,7 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --ops linalg.eigvalsh,addcdiv
     python tools/opinfo_sweep.py --mode default --device cuda   # kernels compiled for a GPU
     python tools/opinfo_sweep.py --mode region --training  # lite mode, each call in a compile region
+    python tools/opinfo_sweep.py --mode default --samples 1 --fallbacks   # what still runs eagerly, and why
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
 kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow), and
@@ -33,6 +34,7 @@ convolutions on cuda).
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import itertools
 import logging
@@ -72,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (name or name.variant); default all")
     parser.add_argument("--rtol", type=float, default=1e-4, help="default and region mode")
     parser.add_argument("--atol", type=float, default=1e-5, help="default and region mode")
+    parser.add_argument("--fallbacks", action="store_true",
+                        help="at the end, the eager calls of the compiled graphs by op and reason, most first")
     args = parser.parse_args(argv)
     dtype = getattr(torch, args.dtype, None)
     if not isinstance(dtype, torch.dtype):
@@ -96,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--ops: no OpInfo named {sorted(wanted)}")
     tol = (0.0, 0.0) if args.mode == "lite" else (args.rtol, args.atol)
     counts = {"ok": 0, "failed": 0, "known": 0, "skipped": 0}
+    fallbacks: collections.Counter[tuple[str, str]] | None = collections.Counter() if args.fallbacks else None
     start = time.perf_counter()
     for i, op in enumerate(ops):
         if i and i % 50 == 0:
@@ -107,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001  (an OpInfo that cannot make samples for this dtype)
             continue
         for k, sample in enumerate(samples):
-            verdict = check(op, sample, args.mode, args.training, tol)
+            verdict = check(op, sample, args.mode, args.training, tol, fallbacks)
             if verdict is None:
                 counts["ok"] += 1
             elif verdict.startswith("skip"):
@@ -120,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"FAIL {_name(op)}[{k}]: {verdict}", flush=True)
     print(f"{args.mode} mode, {args.device}, {args.dtype}, {'training' if args.training else 'inference'}: {counts} "
           f"over {len(ops)} ops in {time.perf_counter() - start:.0f} s")
+    if fallbacks is not None:
+        print(f"eager calls in the compiled graphs ({sum(fallbacks.values())}), by op and reason:")
+        for (op_name, reason), n in sorted(fallbacks.items(), key=lambda item: (-item[1], item[0])):
+            print(f"{n:6d}  {op_name}: {reason}")
     return 1 if counts["failed"] else 0
 
 
@@ -127,8 +136,10 @@ def _name(op) -> str:
     return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
 
 
-def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)) -> str | None:
-    """None when compiled equals eager, else why not ('skip: ...' when not comparable)."""
+def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0),
+          fallbacks: collections.Counter[tuple[str, str]] | None = None) -> str | None:
+    """None when compiled equals eager, else why not ('skip: ...' when not comparable). The
+    eager calls of the graphs compiled are counted into `fallbacks` by (op, reason)."""
     from xpu_lite import compile_region
     from xpu_lite.backend import xpu_lite_backend
     from xpu_lite.report import capture
@@ -165,6 +176,8 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
             if not failures and _aot_eager_fails(fn, sample, training):
                 return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
             return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
+    if fallbacks is not None:
+        fallbacks.update((d.op, str(d.reason)) for r in reports for d in r.fallbacks)
     if failures:
         upstream = _aot_eager_fails(fn, sample, training)
         if upstream:
