@@ -242,14 +242,16 @@ def test_masked_loads_and_coordinates_only_in_untiled_kernels() -> None:
 
 
 def test_arange_is_the_coordinate(device: str) -> None:
-    """Integer aranges (any int or SymInt start, end, step) are kernels: start + i * step in
-    int64; a reduction of one reads it from memory (coordinates stay in pointwise kernels).
-    A float arange stays eager, whose accumulate type differs by device."""
+    """Aranges with an integer start and step (ints, SymInts, whole floats; any end) are
+    kernels: start + i * step in int64, cast to the result dtype; a reduction of one reads
+    it from memory (coordinates stay in pointwise kernels). A fractional start or step
+    stays eager (eager accumulates it in a type that differs by device)."""
     def fn(x, n):
         rows = torch.arange(x.shape[0], device=x.device)
         cols = torch.arange(3, 3 + 2 * x.shape[1], 2, dtype=torch.int32, device=x.device)
         down = torch.arange(n, -n, -3, device=x.device)
-        return x * rows[:, None] + cols, down, (rows * 2).sum(), torch.arange(x.shape[0], dtype=torch.float32, device=x.device)
+        floats = torch.arange(x.shape[0], dtype=torch.float32, device=x.device), torch.arange(-4.0, 9.5, 2.0, device=x.device)
+        return x * rows[:, None] + cols, down, (rows * 2).sum(), *floats, torch.arange(0.5, 3, device=x.device)
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:
@@ -258,5 +260,20 @@ def test_arange_is_the_coordinate(device: str) -> None:
             assert_bitwise(compiled(x, n), fn(x, n))
     assert xpu_lite.counters.forward_graphs == 1
     decided = [(d.op, d.kind, d.why()) for d in reports[0].decisions if d.op == "aten.arange.start_step"]
-    assert [kind for _, kind, _ in decided].count(DecisionKind.KERNEL) == 3, decided
-    assert "float32 result; this lowering takes int32, int64" in decided[-1][2]
+    assert [kind for _, kind, _ in decided].count(DecisionKind.KERNEL) == 5, decided
+    assert "a start or step that is not an integer" in decided[-1][2]
+
+
+@pytest.mark.parametrize("dtype,exact", [(torch.float32, 2**24), (torch.float16, 2048), (torch.bfloat16, 256)],
+                         ids=["float32", "float16", "bfloat16"])
+def test_float_aranges_are_exact_integers_rounded_once(device: str, dtype: torch.dtype, exact: int) -> None:
+    """Bitwise eager's up to the length where every value is exact in the dtype; past it,
+    the kernel's value is the exact integer rounded once (arange in float64, then cast),
+    where eager's vectorized cpu loop rounds each vector's first value before adding the
+    step (fp16, bf16): a compiled kernel's documented difference from eager."""
+    compiled = torch.compile(lambda k: torch.arange(-3, k, 2, dtype=dtype, device=device), backend="xpu_lite", dynamic=True)
+    for k in (9, exact // 2, exact):
+        assert_bitwise(compiled(k), torch.arange(-3, k, 2, dtype=dtype, device=device))
+    beyond = exact * 3 + 7 if dtype is not torch.float32 else exact + 1001
+    assert_bitwise(compiled(beyond), torch.arange(-3, beyond, 2, dtype=torch.float64, device=device).to(dtype))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1

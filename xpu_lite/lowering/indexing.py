@@ -18,7 +18,7 @@ import torch
 import torch.fx
 
 from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
-from .pointwise import ALL, INTS, _arg, _out_cdt, _scalar_ok, _tensor_rejection
+from .pointwise import ALL, FLOATS, INTS, _arg, _out_cdt, _scalar_ok, _tensor_rejection
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -30,8 +30,8 @@ def _sizes(value: Any) -> tuple[sympy.Expr, ...]:
 
 
 def _int_expr(value: Any) -> sympy.Expr:
-    """A Python int argument, or a SymInt node's expression."""
-    return sympy.Integer(value) if isinstance(value, int) else sym_expr(value.meta["val"])
+    """A Python int (or whole float) argument, or a SymInt node's expression."""
+    return sympy.Integer(int(value)) if isinstance(value, (int, float)) else sym_expr(value.meta["val"])
 
 
 def _rejection(node: torch.fx.Node, tensors: list[Any], ints: dict[str, Any]) -> str | None:
@@ -105,18 +105,23 @@ def _check_repeat(node: torch.fx.Node) -> str | None:
 
 
 def _check_arange(node: torch.fx.Node) -> str | None:
+    """Integer start, end and step (ints or SymInts), any result dtype but bool: the
+    values are exact integers, rounded once to a float result (see _arange)."""
     val = node.meta.get("val")
-    if (why := _tensor_rejection(val, INTS, "result")) is not None:
-        floating = isinstance(val, torch.Tensor) and val.dtype.is_floating_point
-        return why + " (eager computes a float arange in the device's accumulate type)" if floating else why
+    if (why := _tensor_rejection(val, INTS + FLOATS, "result")) is not None:
+        return why
     if isinstance(val.shape[0], int) and val.shape[0] == 0:
         return "a statically empty result: nothing to place"
     if node.kwargs.get("device") not in (None, val.device) or node.kwargs.get("layout") not in (None, torch.strided):
         return "an arange on another device or layout"
     if set(node.kwargs) - {"dtype", "device", "layout", "pin_memory"} or node.kwargs.get("pin_memory"):
         return f"keyword arguments {sorted(node.kwargs)}: this lowering takes dtype, device, layout"
-    if not all(type(a) is int or isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt) for a in node.args):
-        return "a start, end or step that is not an int or a SymInt"
+    start, end, step = (*node.args, 1)[:3]
+    if not all(type(a) is int or type(a) is float and a.is_integer() and abs(a) < 2**53
+               or isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt) for a in (start, step)):
+        return "a start or step that is not an integer (an int, a SymInt or a whole float)"
+    if not (type(end) in (int, float) or isinstance(end, torch.fx.Node) and isinstance(end.meta.get("val"), torch.SymInt)):
+        return "an end that is not an int, a float or a SymInt"
     return None
 
 
@@ -229,7 +234,12 @@ def _repeat(b: Any, node: torch.fx.Node, x: torch.fx.Node, repeats: list[Any]) -
 
 
 def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
-    """start + i * step, in int64 (xindex is int32 unless the launch indexes past 2**31)."""
+    """start + i * step, in int64 (xindex is int32 unless the launch indexes past 2**31),
+    then cast: a float result is the exact integer rounded once to nearest even. Eager
+    computes start + step * i in its accumulate type (double on cpu, float on cuda) and
+    rounds that: the same bits wherever the values are exact in float32 (|v| < 2**24;
+    beyond it eager's vectorized cpu loop rounds each vector's first value before adding
+    the step, so eager itself is not the exact integer there)."""
     (i,) = b.element_coords(_sizes(node))
     position = b.cast(b.index_value(i, torch.int32), torch.int64, node)
     start, step = (b.index_value(_int_expr(node.args[k] if len(node.args) > k else default)) for k, default in ((0, 0), (2, 1)))
