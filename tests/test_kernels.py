@@ -627,17 +627,19 @@ def test_special_values_match_eager(device: str, name: str) -> None:
 
 
 def test_products_of_bools_are_kernels(device: str) -> None:
-    """Eager multiplies two bool tensors as a logical and; the decompositions of isfinite
-    and logaddexp do so (they were eager fallbacks with 'a bool result')."""
+    """Eager multiplies two bool tensors as a logical and (the decompositions of isfinite
+    and logaddexp do so: they were eager fallbacks with 'a bool result'), and takes their
+    fmax as an or, their fmin as an and."""
     def fn(x, y):
-        return (x > 0) * (y > 0), (x > 0) * True, torch.isfinite(x), torch.logaddexp(x, y)
+        p, q = x > 0, y > 0
+        return p * q, p * True, torch.fmax(p, q), torch.fmin(p, q), torch.isfinite(x), torch.logaddexp(x, y)
 
     x = torch.tensor([1.0, -1.0, float("inf"), float("-inf"), float("nan"), 0.0, 3.0], device=device)
     y = torch.tensor([2.0, 5.0, float("-inf"), float("inf"), 1.0, -0.0, 3.0], device=device)
     actual, expected = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, y), fn(x, y)
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled >= 1
-    assert_bitwise(actual[:3], expected[:3])
-    _close(actual[3], expected[3])
+    assert_bitwise(actual[:5], expected[:5])
+    _close(actual[5], expected[5])
 
 
 # function -> the range of its dense grid (beyond the domain too: NaN there)

@@ -145,10 +145,15 @@ def _on_blocks(op: str, nargs: int, dtype: torch.dtype | None = None) -> Rule:
     return rule
 
 
-def _mul(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
-    """Numbers multiply; bools (eager's mul of two bool tensors) are and-ed."""
-    cdt = _out_cdt(node)
-    return b.compute("logical_and" if cdt is torch.bool else "mul", (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+def _or_on_bools(op: str, on_bools: str) -> Rule:
+    """`op` on numbers, `on_bools` on a bool result (eager multiplies two bool tensors as
+    an and, takes the fmax of two as an or)."""
+
+    def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+        cdt = _out_cdt(node)
+        return b.compute(on_bools if cdt is torch.bool else op, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+
+    return rule
 
 
 def _compare(op: str) -> Rule:
@@ -347,8 +352,8 @@ _reg((aten.atan2.default,), checker(FLOATS, ALL), _on_blocks("atan2", 2))
 _reg((aten.hypot.default,), checker(FLOATS, FLOATS), _on_blocks("hypot", 2))
 _reg((aten.copysign.Tensor, aten.copysign.Scalar), checker(FLOATS, ALL), _on_blocks("copysign", 2))
 _reg((aten.signbit.default,), checker((torch.bool,), NUMERIC), _on_blocks("signbit", 1, torch.float32))
-_reg((aten.fmax.default,), checker(NUMERIC, NUMERIC), _elementwise("fmax", 2))
-_reg((aten.fmin.default,), checker(NUMERIC, NUMERIC), _elementwise("fmin", 2))
+_reg((aten.fmax.default,), checker(ALL, ALL), _or_on_bools("fmax", "logical_or"))
+_reg((aten.fmin.default,), checker(ALL, ALL), _or_on_bools("fmin", "logical_and"))
 for _op in ["neg", "abs", "relu", "sign"]:
     _reg((getattr(aten, _op).default,), checker(NUMERIC, NUMERIC), _elementwise(_op, 1))
 for _op in ["isnan", "isinf"]:
@@ -356,7 +361,7 @@ for _op in ["isnan", "isinf"]:
 
 _reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
 _reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
-_reg((aten.mul.Tensor, aten.mul.Scalar), checker(ALL, ALL), _mul)
+_reg((aten.mul.Tensor, aten.mul.Scalar), checker(ALL, ALL), _or_on_bools("mul", "logical_and"))
 _reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, ALL), _elementwise("truediv", 2))
 _reg((aten.div.Tensor_mode, aten.div.Scalar_mode), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
