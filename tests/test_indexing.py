@@ -264,6 +264,45 @@ def test_arange_is_the_coordinate(device: str) -> None:
     assert "a start or step that is not an integer" in decided[-1][2]
 
 
+NEAREST = [("nearest", {"scale_factor": 2.0}), ("nearest", {"scale_factor": 2.1}), ("nearest", {"scale_factor": 0.6}),
+           ("nearest", "size"), ("nearest-exact", {"scale_factor": 1.5}), ("nearest-exact", "size")]
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("mode,scaling", NEAREST, ids=[f"{m}-{s if isinstance(s, str) else s['scale_factor']}" for m, s in NEAREST])
+def test_nearest_interpolation_is_kernels_with_eagers_indices(device: str, mode: str, scaling, dims: int) -> None:
+    """F.interpolate's nearest modes: bitwise eager's values and strides at every size, one
+    graph, no eager call. The source index is eager's floor(o * scale) in float32 with
+    scale = float32(1 / scale_factor) (torch._decomp's isize / (isize * s) is a SymFloat,
+    float64 tensor ops in the graph), and eager's cpu 2-D kernel's o and o >> 1 where the
+    output is as long as the input or twice (scale 2.1 at 5 and 9: 10 and 18; aot_eager
+    and Inductor differ from eager there)."""
+    def fn(x, n):
+        kwargs = {"size": (n + 2,) * dims} if scaling == "size" else scaling
+        return F.interpolate(x, mode=mode, **kwargs)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 9, 13):
+        x = torch.randn(2, 3, *[n] * dims, device=device)
+        actual, expected = compiled(x, n), fn(x, n)
+        assert_bitwise(actual, expected)
+        assert actual.stride() == expected.stride()
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+
+def test_nearest_interpolation_channels_last_and_gradients(device: str) -> None:
+    x = torch.randn(2, 5, 6, 7, device=device).to(memory_format=torch.channels_last).requires_grad_()
+    fn = lambda t: F.interpolate(t, scale_factor=2.1, mode="nearest") * 3  # noqa: E731
+    actual = torch.compile(fn, backend="xpu_lite", dynamic=True)(x)
+    expected = fn(x)
+    assert_bitwise(actual, expected)
+    assert actual.stride() == expected.stride()
+    (grad,) = torch.autograd.grad(actual.sum(), x)
+    (want,) = torch.autograd.grad(expected.sum(), x)
+    torch.testing.assert_close(grad, want, rtol=1e-6, atol=1e-6)
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
 @pytest.mark.parametrize("dtype,exact", [(torch.float32, 2**24), (torch.float16, 2048), (torch.bfloat16, 256)],
                          ids=["float32", "float16", "bfloat16"])
 def test_float_aranges_are_exact_integers_rounded_once(device: str, dtype: torch.dtype, exact: int) -> None:

@@ -19,7 +19,7 @@ from torch._decomp import core_aten_decompositions, decomposition_table, get_dec
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
-from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, statically_known_true
 from torch.utils._pytree import tree_flatten, tree_unflatten
 from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, ModularIndexing, PythonMod
 from torch.utils._sympy.printers import PythonPrinter
@@ -34,6 +34,7 @@ __all__ = [
     "enable_python_dispatcher",
     "fake_mode_of",
     "free_unbacked_symbols",
+    "statically_known_true",
     "override_cia_kernels",
     "override_autograd_kernel",
     "call_past_python_kernels",

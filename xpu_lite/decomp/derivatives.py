@@ -9,7 +9,8 @@ upsample, index arithmetic whose gradients are a last bit off eager's).
 Outside regions lite mode passes them by: the dispatcher's own autograd kernel records the
 op and, in the backward, its backward op (`upsample_bilinear2d_backward`, ...), which run
 as eager runs them. Inside regions, for compile_ops and in default mode torch's kernels
-stand (the op decomposes). torch has those kernels because some backward ops cannot
+stand (the op decomposes), or our own decomposition where policy.py has one (nearest
+upsampling). torch has those kernels because some backward ops cannot
 propagate symbolic sizes (TensorIterator meta kernels, no meta kernel at all): FAKE_RULES
 gives them one for the trace.
 
@@ -28,7 +29,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from .policy import EAGER_AUTOGRAD
+from .policy import EAGER_AUTOGRAD, own_decomposition
 
 aten = torch.ops.aten
 
@@ -72,6 +73,8 @@ FAKE_RULES = {
 def _kernel(decomposes_call: Callable[..., bool], selected: Callable[[Any], Any], op: torch._ops.OpOverload,
             device_type: str) -> Callable[[Any], Callable[..., Any]]:
     def make_kernel(upstream: Callable[..., Any] | None) -> Callable[..., Any]:
+        upstream = own_decomposition(op) or upstream
+
         def kernel(*args: Any, **kwargs: Any) -> Any:
             if upstream is not None and decomposes_call(op, args, kwargs):
                 with selected(op):

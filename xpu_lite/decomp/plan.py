@@ -21,7 +21,8 @@ from .. import _torch_compat as compat
 from ..config import LiteConfig
 from .cudnn import eager_cudnn_batch_norm
 from .derivatives import EAGER_CIA_BODIES, eager_derivatives
-from .policy import ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, policy, returns_tensors, writes_inputs
+from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, own_decomposition, policy, returns_tensors,
+                     writes_inputs)
 from .regions import REGION_KEY, annotated
 
 COMPILE_OPS_TAG = "xpu_lite:compile_ops"
@@ -95,8 +96,9 @@ def build_plan(config: LiteConfig) -> DecompPlan:
             raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING if op in ALIASING_CIA else _NOT_TENSORS}")
     if config.lite:
         preserved = preservable
-    else:  # default mode decomposes everything it can; only keep_ops need the override
+    else:  # default mode decomposes everything it can; keep_ops and our own decompositions need the override
         preserved = frozenset(op for op in config.keep_ops if compat.is_cia_op(op))
+        preserved |= frozenset(op for op in preservable if own_decomposition(op) is not None)
     plan = DecompPlan(config=config, table={}, preserved_cia=preserved, kept=kept)
     plan.table.update({op: _gated(plan, op, fn) for op, fn in decompose.items() if op not in kept})
     return plan
@@ -107,7 +109,7 @@ def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     """Apply the plan to the CIA ops (and to cuDNN batch norm, `cudnn.py`) for the duration
     of one AOTAutograd trace."""
     verdicts: dict[Any, bool] = {}  # _grad_dependent per call signature, for this trace
-    kernels = {op: (_autograd_kernel(plan, op, verdicts), _gated(plan, op, compat.cia_decomposition(op))) for op in plan.preserved_cia}
+    kernels = {op: (_autograd_kernel(plan, op, verdicts), _gated(plan, op, _decomposition(op))) for op in plan.preserved_cia}
     with (
         compat.enable_python_dispatcher(),
         compat.override_cia_kernels(kernels, [device_type]),
@@ -136,9 +138,14 @@ def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., A
     return decompose_if_selected
 
 
+def _decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    """What a CIA op becomes when it decomposes: our own decomposition, else its body."""
+    return own_decomposition(op) or compat.cia_decomposition(op)
+
+
 def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict[Any, bool]) -> Callable[..., Any]:
-    original = compat.cia_decomposition(op)
-    eager = EAGER_CIA_BODIES.get(op, original)
+    original = _decomposition(op)
+    eager = EAGER_CIA_BODIES.get(op, compat.cia_decomposition(op))
 
     def autograd_kernel(*args: Any, **kwargs: Any) -> Any:
         if plan.decomposes_call(op, args, kwargs):

@@ -55,6 +55,81 @@ def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[i
     return out.contiguous(memory_format=compat.suggest_memory_format(self))
 
 
+def _nearest_indices(input: torch.Tensor, output_size: list[Any], scales: list[Any], exact: bool) -> list[torch.Tensor]:
+    """Per spatial dim, the source index of each output position as eager computes it
+    (UpSample.h): floor((o [+ 0.5 exact]) * scale) in float32, at most isize - 1, with
+    scale = float32(1 / s) for a scale factor s, else float32(isize) / osize; eager's cpu
+    2-D kernel takes o itself where osize == isize and o >> 1 where osize == 2 * isize
+    (nearest_idx), which a scale of 1.0 and 0.5 give. torch._decomp takes isize / (isize * s)
+    or isize / osize, a SymFloat under dynamic shapes, which AOTAutograd turns into float64
+    tensor ops (eager calls in the graph), and knows no special case (aot_eager and Inductor
+    differ from eager's cpu 2-D kernel there). Here a scale is a Python float (a kernel
+    literal) or, where it depends on symbolic sizes, a float32 0-dim tensor (kernels)."""
+    indices = []
+    dims = len(output_size)
+    for d, osize in enumerate(output_size):
+        isize = input.shape[d - dims]
+        scale: Any
+        if scales[d] is not None and scales[d] > 0:
+            scale = 1.0 / scales[d]
+        elif isinstance(isize, int) and isinstance(osize, int):
+            scale = isize / osize  # a quotient of ints below 2**24, rounded to float32 once either way
+        else:
+            scale = _size_tensor(isize, input) / osize
+        if input.device.type == "cpu" and dims == 2 and not exact:
+            scale = _cpu_special_cases(scale, isize, osize, input)
+        positions = torch.arange(osize, dtype=torch.float32, device=input.device)
+        source = ((positions + 0.5 if exact else positions) * scale).to(torch.int64).clamp(max=isize - 1)
+        indices.append(source.reshape(-1, *[1] * (dims - 1 - d)))
+    return indices
+
+
+def _size_tensor(size: Any, like: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.scalar_tensor(size, dtype=dtype, device=like.device)
+
+
+def _cpu_special_cases(scale: Any, isize: Any, osize: Any, like: torch.Tensor) -> Any:
+    """1.0 where osize == isize, 0.5 where osize == 2 * isize, else `scale`: decided while
+    tracing where the sizes say so for every input, else by the kernel (no guard)."""
+    for size, special in ((isize, 1.0), (2 * isize, 0.5)):
+        if compat.statically_known_true(osize == size):
+            return special
+        if not compat.statically_known_true(osize != size):
+            same = _size_tensor(osize - size, like, torch.int64) == 0
+            scale = torch.where(same, special, scale if isinstance(scale, torch.Tensor) else _size_tensor(scale, like))
+    return scale
+
+
+def _upsample_nearest(input: torch.Tensor, output_size: list[Any], scales: list[Any], exact: bool) -> torch.Tensor:
+    """torch._decomp's _upsample_nearest with eager's source indices (_nearest_indices)."""
+    result = aten._unsafe_index.Tensor(input, [None, None, *_nearest_indices(input, output_size, scales, exact)])
+    if result.ndim in (4, 5):
+        memory_format = compat.suggest_memory_format(input)
+        if result.ndim == 4 and input.device.type == "cuda" and input.shape[1] < 4:
+            memory_format = torch.contiguous_format  # torch._decomp's (and eager's cuda) heuristic
+        result = result.contiguous(memory_format=memory_format)
+    return result
+
+
+def _nearest_default(exact: bool) -> Callable[..., torch.Tensor]:
+    def upsample(input: torch.Tensor, output_size: list[Any], *scales: Any) -> torch.Tensor:
+        scales = (*scales, *[None] * (len(output_size) - len(scales)))
+        return _upsample_nearest(input, output_size, list(scales), exact)
+
+    return upsample
+
+
+def _nearest_vec(exact: bool) -> Callable[..., torch.Tensor]:
+    def upsample(input: torch.Tensor, output_size: Any, scale_factors: Any) -> torch.Tensor:
+        osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
+        return _upsample_nearest(input, osize, list(scale_factors) if scale_factors else [None] * len(osize), exact)
+
+    return upsample
+
+
+_NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest", False), ("_upsample_nearest_exact", True))
+            for dims in (1, 2, 3)}
+
 # Core ATen decompositions that regions replace by their own, with the reason. take's
 # `flattened[index]` makes a 0-dim index a Python int (`item()`, data-dependent: no trace,
 # in Inductor too); index.Tensor takes it as a tensor, the same call for any other index.
@@ -64,6 +139,10 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
                                                "its result (the input's memory format)"),
+    **{getattr(aten, name).default: (_nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
+       for name, exact in _NEAREST.items()},
+    **{getattr(aten, name).vec: (_nearest_vec(exact), f"{name}.vec with eager's float32 scale: no float64 ops")
+       for name, exact in _NEAREST.items()},
 }
 
 
@@ -181,6 +260,14 @@ AUTOGRAD_REWRITES_LEFT_TO_TORCH = frozenset({aten.native_batch_norm.default, ate
 
 def is_random(op: Any) -> bool:
     return isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags
+
+
+def own_decomposition(op: Any) -> Callable[..., Any] | None:
+    """Our decomposition of `op` where torch's is replaced (_OWN_DECOMPOSITIONS): also what
+    a CompositeImplicitAutograd op (upsample's `.vec`) and an op with a python autograd
+    kernel (EAGER_AUTOGRAD) run when they decompose, where torch's kernels would run its own."""
+    entry = _OWN_DECOMPOSITIONS.get(op)
+    return None if entry is None else entry[0]
 
 
 @lru_cache(maxsize=1)
