@@ -290,6 +290,25 @@ def test_nearest_interpolation_is_kernels_with_eagers_indices(device: str, mode:
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
 
+@pytest.mark.parametrize("mode,dims", [("linear", 1), ("bilinear", 2), ("bicubic", 2), ("trilinear", 3)])
+def test_linear_and_cubic_interpolation_scales_are_float32_kernels(device: str, mode: str, dims: int) -> None:
+    """With align_corners=True or an output size, torch._decomp's scale is a quotient of
+    symbolic sizes: a SymFloat, which AOTAutograd turns into float64 tensor ops (9-14
+    eager calls per call). Computed as a float32 0-dim kernel value, it is the same number
+    (both exact ints, one rounding): the same bits as aot_eager running torch's graph."""
+    def fn(x, n):
+        return (F.interpolate(x, mode=mode, align_corners=True, scale_factor=1.7),
+                F.interpolate(x, mode=mode, align_corners=False, size=(n + 3,) * dims))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    reference = torch.compile(fn, backend="aot_eager", dynamic=True)
+    for n in (5, 8):
+        x = torch.randn(2, 3, *[n] * dims, device=device)
+        assert_bitwise(compiled(x, n), reference(x, n))
+        torch.testing.assert_close(compiled(x, n), fn(x, n), rtol=1e-5, atol=1e-5)
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+
 def test_nearest_interpolation_channels_last_and_gradients(device: str) -> None:
     x = torch.randn(2, 5, 6, 7, device=device).to(memory_format=torch.channels_last).requires_grad_()
     fn = lambda t: F.interpolate(t, scale_factor=2.1, mode="nearest") * 3  # noqa: E731

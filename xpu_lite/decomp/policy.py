@@ -127,6 +127,25 @@ def _nearest_vec(exact: bool) -> Callable[..., torch.Tensor]:
     return upsample
 
 
+def _float32_scales(torch_decomposition: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """torch._decomp's linear/cubic upsample with its scales as float32 0-dim tensors where
+    they are quotients of symbolic sizes (compat.float32_upsample_scales), not SymFloats
+    that become float64 tensor ops."""
+    def upsample(input: torch.Tensor, *args: Any) -> torch.Tensor:
+        with compat.float32_upsample_scales(input.device):
+            return torch_decomposition(input, *args)
+
+    return upsample
+
+
+def _linear1d_vec(input: torch.Tensor, output_size: Any, align_corners: bool, scale_factors: Any) -> torch.Tensor:
+    """upsample_linear1d.vec, which torch._decomp leaves to its C++ body: the output size,
+    then torch._decomp's upsample_linear1d."""
+    osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
+    scales = scale_factors if scale_factors else [None]
+    return compat.decomposition_table[aten.upsample_linear1d.default](input, osize, align_corners, *scales)
+
+
 _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest", False), ("_upsample_nearest_exact", True))
             for dims in (1, 2, 3)}
 
@@ -143,6 +162,11 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
        for name, exact in _NEAREST.items()},
     **{getattr(aten, name).vec: (_nearest_vec(exact), f"{name}.vec with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
+    **{op: (_float32_scales(compat.decomposition_table[op]), f"torch._decomp's {op} with float32 scales: no float64 ops")
+       for op in (aten.upsample_linear1d.default, aten.upsample_bilinear2d.default, aten.upsample_trilinear3d.default,
+                  aten.upsample_bicubic2d.default, aten.upsample_bilinear2d.vec, aten.upsample_trilinear3d.vec,
+                  aten.upsample_bicubic2d.vec)},
+    aten.upsample_linear1d.vec: (_float32_scales(_linear1d_vec), "upsample_linear1d.vec with float32 scales: no float64 ops"),
 }
 
 
