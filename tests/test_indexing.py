@@ -309,6 +309,23 @@ def test_linear_and_cubic_interpolation_scales_are_float32_kernels(device: str, 
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
 
+def test_upsample_overloads_called_directly_with_keyword_scales(device: str) -> None:
+    """The `.default` overloads take their scales positionally or by name (scales_h, ...),
+    and a given scale wins over the output size, as in eager."""
+    aten = torch.ops.aten
+
+    def fn(x):
+        return (aten.upsample_nearest2d.default(x, [7, 9], scales_w=1.7), aten.upsample_nearest2d.default(x, [7, 9], 1.2, 1.7),
+                aten.upsample_nearest1d.default(x[0], [9], scales=1.7), aten._upsample_nearest_exact3d.default(x[None], [2, 7, 9], scales_h=1.1))
+
+    x = torch.randn(2, 3, 5, 6, device=device)
+    assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x), fn(x))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    assert xpu_lite.counters.kernels_compiled > 0
+    linear = lambda t: aten.upsample_bilinear2d.default(t, [7, 9], align_corners=True, scales_w=1.7)  # noqa: E731
+    torch.testing.assert_close(torch.compile(linear, backend="xpu_lite", dynamic=True)(x), linear(x), rtol=1e-5, atol=1e-5)
+
+
 def test_nearest_interpolation_channels_last_and_gradients(device: str) -> None:
     x = torch.randn(2, 5, 6, 7, device=device).to(memory_format=torch.channels_last).requires_grad_()
     fn = lambda t: F.interpolate(t, scale_factor=2.1, mode="nearest") * 3  # noqa: E731

@@ -112,9 +112,10 @@ def _upsample_nearest(input: torch.Tensor, output_size: list[Any], scales: list[
 
 
 def _nearest_default(exact: bool) -> Callable[..., torch.Tensor]:
-    def upsample(input: torch.Tensor, output_size: list[Any], *scales: Any) -> torch.Tensor:
-        scales = (*scales, *[None] * (len(output_size) - len(scales)))
-        return _upsample_nearest(input, output_size, list(scales), exact)
+    def upsample(input: torch.Tensor, output_size: list[Any], *scales: Any, **named: Any) -> torch.Tensor:
+        names = ("scales_d", "scales_h", "scales_w")[3 - len(output_size):] if len(output_size) > 1 else ("scales",)
+        values = [*scales, *[named.get(name) for name in names[len(scales):]]]
+        return _upsample_nearest(input, output_size, values, exact)
 
     return upsample
 
@@ -131,9 +132,9 @@ def _float32_scales(torch_decomposition: Callable[..., torch.Tensor]) -> Callabl
     """torch._decomp's linear/cubic upsample with its scales as float32 0-dim tensors where
     they are quotients of symbolic sizes (compat.float32_upsample_scales), not SymFloats
     that become float64 tensor ops."""
-    def upsample(input: torch.Tensor, *args: Any) -> torch.Tensor:
+    def upsample(input: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         with compat.float32_upsample_scales(input.device):
-            return torch_decomposition(input, *args)
+            return torch_decomposition(input, *args, **kwargs)
 
     return upsample
 
