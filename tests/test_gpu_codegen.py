@@ -297,7 +297,7 @@ def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
     are the libdevice functions eager's kernels call (asinf, ...), not the interpreter's
     compositions (whose Steps lines a gpu source must not have); fmax/fmin, copysign and
     signbit are the same bit-exact forms on both targets. The source compiles and links."""
-    unary = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10")
+    unary = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc")
 
     def fn(x, y):
         return (*[getattr(torch, name)(x) for name in unary], torch.atan2(x, y), torch.hypot(x, y), torch.fmax(x, y),

@@ -126,6 +126,17 @@ INTERPRETER_FUNCTIONS: MathTable = {
                          "0.5 * ({t}t + {t}t / ({t}t + 1.0)), 0.5 * {t}w * {t}w))")), _with_sign("{t}m")),
     "cosh": Steps((("a", "tl.abs({0})"), ("e", "tl.exp({t}a)"), ("w", "tl.exp(0.5 * {t}a)")),
                   "tl.where({t}a < 88.0, 0.5 * {t}e + 0.5 / {t}e, 0.5 * {t}w * {t}w)"),  # 0.5 * w * w: no early overflow
+    # erfc: 1 - erf(x) near 0; else Numerical Recipes' erfcc, t * exp(-x*x + Q(t)) with
+    # t = 1 / (1 + |x| / 2) (relative error 1.2e-7), exp(-x*x) split as exp(-h*h) (h: |x|
+    # with 12 low bits cleared, so h*h is exact) times exp(Q - (|x| - h)(|x| + h))
+    "erfc": Steps((("a", "tl.abs({0})"), ("t", "1.0 / (1.0 + 0.5 * {t}a)"),
+                   ("q", "-1.26551223 + {t}t * (1.00002368 + {t}t * (0.37409196 + {t}t * (0.09678418 + {t}t * "
+                         "(-0.18628806 + {t}t * (0.27886807 + {t}t * (-1.13520398 + {t}t * (1.48851587 + {t}t * "
+                         "(-0.82215223 + {t}t * 0.17087277))))))))"),
+                   ("h", "({t}a.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)"),
+                   ("m", "tl.where({t}a < 0.5, 1.0 - tl.erf({t}a), tl.where({t}a == float('inf'), 0.0, "
+                         "{t}t * tl.exp(-{t}h * {t}h) * tl.exp({t}q - ({t}a - {t}h) * ({t}a + {t}h))))")),
+                  "tl.where({0} < 0.0, 2.0 - {t}m, {t}m)"),
     # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
     "hypot": Steps((("ax", "tl.abs({0})"), ("ay", "tl.abs({1})"), ("mx", "tl.where({t}ax > {t}ay, {t}ax, {t}ay)"),
                     ("r", "tl.where({t}ax > {t}ay, {t}ay, {t}ax) / {t}mx")),
@@ -213,7 +224,8 @@ TARGET_MATH: dict[str, MathTable] = {
         "remainder": _REMAINDER.replace("{m}", "libdevice.fmod({0}, {1})"),
         "gelu_tanh": _gelu_tanh("libdevice.tanh({0})"),
         # the C functions eager's gpu kernels call (asinf, atan2f, ...)
-        **{op: f"libdevice.{op}({{0}})" for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh")},
+        **{op: f"libdevice.{op}({{0}})"
+           for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc")},
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
     },
 }
