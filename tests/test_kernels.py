@@ -626,6 +626,21 @@ def test_special_values_match_eager(device: str, name: str) -> None:
         assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit()), "signed zeros"
 
 
+def test_composed_math_inside_reductions_and_scans(device: str) -> None:
+    """A function of several named lines (asin, atan2, erfc under the interpreter) feeding a
+    sum, a max and a scan, in rows short enough for one block and long enough to loop."""
+    def fn(x):
+        return torch.asin(x).sum(-1), torch.atan2(x, x.flip(-1)).amax(-1), torch.erfc(x).cumsum(-1)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (7, 5000):
+        x = torch.rand(3, n, device=device) * 2 - 1
+        for actual, expected in zip(compiled(x), fn(x), strict=True):
+            torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+    assert xpu_lite.counters.fallback_nodes == 0
+    assert xpu_lite.counters.looped_launches > 0 and xpu_lite.counters.persistent_launches > 0
+
+
 def test_products_of_bools_are_kernels(device: str) -> None:
     """Eager multiplies two bool tensors as a logical and (the decompositions of isfinite
     and logaddexp do so: they were eager fallbacks with 'a bool result'), and takes their
