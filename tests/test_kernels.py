@@ -33,7 +33,7 @@ FLOAT_OPINFOS = [
     ("nn.functional.leaky_relu", ""), ("nn.functional.elu", ""), ("full_like", ""), ("fill", ""),
     ("asin", ""), ("acos", ""), ("atan", ""), ("atan2", ""), ("asinh", ""), ("acosh", ""), ("atanh", ""), ("sinh", ""),
     ("cosh", ""), ("log10", ""), ("hypot", ""), ("copysign", ""), ("fmax", ""), ("fmin", ""), ("signbit", ""),
-    ("isfinite", ""), ("logaddexp", ""), ("erfc", ""),
+    ("isfinite", ""), ("logaddexp", ""), ("erfc", ""), ("round", "decimals_3"), ("round", "decimals_neg_3"),
 ]
 INT_OPINFOS = [
     ("add", ""), ("sub", ""), ("mul", ""), ("neg", ""), ("abs", ""), ("maximum", ""), ("minimum", ""), ("eq", ""),
@@ -639,6 +639,18 @@ def test_composed_math_inside_reductions_and_scans(device: str) -> None:
             torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
     assert xpu_lite.counters.fallback_nodes == 0
     assert xpu_lite.counters.looped_launches > 0 and xpu_lite.counters.persistent_launches > 0
+
+
+@pytest.mark.parametrize("decimals", [3, 1, 0, -2, 40])
+def test_round_with_decimals_is_bitwise_eager(device: str, decimals: int) -> None:
+    """round(x, decimals=d) is eager's round_decimals: nearbyint(x * p) / p (x / p, then
+    * p, for negative d) with p = float32(10 ** |d|): half to even, ±0, NaN, inf, and
+    p = inf past float32's range (NaN, as in eager)."""
+    fn = lambda x: torch.round(x, decimals=decimals)  # noqa: E731
+    x = torch.cat([torch.randn(500, device=device) * 100,
+                   torch.tensor([0.25, -0.25, 0.35, 0.5, 1.5, -0.0, float("nan"), float("inf"), 1e30], device=device)])
+    assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x), fn(x))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1
 
 
 def test_products_of_bools_are_kernels(device: str) -> None:

@@ -325,6 +325,17 @@ def _gelu(b: Any, node: torch.fx.Node, x: Any) -> int:
     return b.compute(op, (_arg(b, x, torch.float32, node),), node, torch.float32)
 
 
+def _round_decimals(b: Any, node: torch.fx.Node, x: Any) -> int:
+    """Eager's round_decimals: nearbyint(x * p) / p, or nearbyint(x / p) * p for negative
+    decimals, with p = float(10 ** |decimals|)."""
+    decimals = node.kwargs.get("decimals", 0)
+    p = b.constant(float(torch.tensor(10.0 ** abs(decimals), dtype=torch.float32)), torch.float32)
+    value = _arg(b, x, torch.float32, node)
+    scale, unscale = ("mul", "truediv") if decimals >= 0 else ("truediv", "mul")
+    rounded = b.compute("round", (b.compute(scale, (value, p), node),), node)
+    return b.compute(unscale, (rounded, p), node)
+
+
 def _nan_to_num(b: Any, node: torch.fx.Node, x: Any, *params: Any) -> int:
     finfo = torch.finfo(node.meta["val"].dtype)
     names = ("nan", "posinf", "neginf")
@@ -386,6 +397,7 @@ _reg((aten.hardtanh.default,), checker(FLOATS, FLOATS), _clamp(("min_val", "max_
 _reg((aten.leaky_relu.default,), checker(FLOATS, FLOATS), _with_scalars("leaky_relu", ("negative_slope",), (0.01,)))
 _reg((aten.elu.default,), checker(FLOATS, FLOATS), _with_scalars("elu", ("alpha", "scale", "input_scale"), (1.0, 1.0, 1.0)))
 _reg((aten.gelu.default,), checker(FLOATS, FLOATS, {"approximate": ("none", "tanh")}), _gelu)
+_reg((aten.round.decimals,), checker(FLOATS, FLOATS, {"decimals": None}), _round_decimals)
 _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
 _reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
 _reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "device": None,
