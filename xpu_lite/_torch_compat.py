@@ -175,36 +175,17 @@ def upsample_output_size(input_size: Any, output_size: Any, scale_factors: Any) 
 
 
 @contextlib.contextmanager
-def float32_upsample_scales(device: torch.device) -> Iterator[None]:
-    """torch._decomp's linear and cubic upsample decompositions take their scale from
-    `_compute_scale`: (isize - 1) / (osize - 1) with align_corners, else 1 / scale_factor
-    or isize / osize. A quotient of symbolic sizes is a SymFloat, which AOTAutograd turns
-    into float64 tensor ops (eager calls in the graph); within this context it is a
-    float32 0-dim tensor on `device`, the float32 quotient eager's kernels compute
-    (UpSample.h area_pixel_compute_scale), which the kernels compute. Python-int and
-    scale-factor scales are what torch's function gives."""
+def replaced_decomposition_helper(name: str, replacement: Callable[..., Any]) -> Iterator[None]:
+    """A module-level helper of torch._decomp.decompositions (`_compute_scale`) replaced for
+    the duration of one decomposition call, which looks it up by name."""
     from torch._decomp import decompositions
 
-    original = decompositions._compute_scale
-
-    def compute_scale(in_size: Any, out_size: Any, align_corners: bool, scale: Any = None) -> Any:
-        if align_corners:
-            if not out_size > 1:
-                return 0
-            numerator, denominator = in_size - 1, out_size - 1
-        elif scale is not None and scale > 0:
-            return 1.0 / scale
-        else:
-            numerator, denominator = in_size, out_size
-        if isinstance(numerator, int) and isinstance(denominator, int):
-            return numerator / denominator
-        return torch.scalar_tensor(numerator, dtype=torch.float32, device=device) / denominator
-
-    decompositions._compute_scale = compute_scale
+    original = getattr(decompositions, name)
+    setattr(decompositions, name, replacement)
     try:
         yield
     finally:
-        decompositions._compute_scale = original
+        setattr(decompositions, name, original)
 
 
 def suggest_memory_format(tensor: torch.Tensor) -> torch.memory_format:

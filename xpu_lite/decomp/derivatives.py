@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from .policy import EAGER_AUTOGRAD, own_decomposition
+from .policy import EAGER_AUTOGRAD, own_decomposition, upsample_vec_body
 
 aten = torch.ops.aten
 
@@ -99,20 +99,8 @@ def eager_derivatives(decomposes_call: Callable[..., bool], selected: Callable[[
         yield
 
 
-def _upsample_vec_body(default: torch._ops.OpOverload) -> Callable[..., Any]:
-    """What the C++ body of the upsample `.vec` overload calling `default` does."""
-
-    def body(input: torch.Tensor, output_size: Any, *rest: Any) -> torch.Tensor:
-        *align_corners, scale_factors = rest  # nearest overloads take no align_corners
-        osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
-        scales = scale_factors if scale_factors else [None] * len(osize)
-        return default(input, osize, *align_corners, *scales)
-
-    return body
-
-
 EAGER_CIA_BODIES = {
-    getattr(aten, name).vec: _upsample_vec_body(getattr(aten, name).default)
+    getattr(aten, name).vec: upsample_vec_body(getattr(aten, name).default)
     for name in (
         "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
         "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",

@@ -120,31 +120,49 @@ def _nearest_default(exact: bool) -> Callable[..., torch.Tensor]:
     return upsample
 
 
-def _nearest_vec(exact: bool) -> Callable[..., torch.Tensor]:
-    def upsample(input: torch.Tensor, output_size: Any, scale_factors: Any) -> torch.Tensor:
-        osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
-        return _upsample_nearest(input, osize, list(scale_factors) if scale_factors else [None] * len(osize), exact)
+def upsample_vec_body(default: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """What the C++ body of an upsample `.vec` overload does: the output size from the
+    scale factors, then `default` (the `.default` overload, or our decomposition of it)."""
 
-    return upsample
+    def body(input: torch.Tensor, output_size: Any, *rest: Any) -> torch.Tensor:
+        *align_corners, scale_factors = rest  # nearest overloads take no align_corners
+        osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
+        scales = scale_factors if scale_factors else [None] * len(osize)
+        return default(input, osize, *align_corners, *scales)
+
+    return body
+
+
+def _compute_scale(device: torch.device) -> Callable[..., Any]:
+    """torch._decomp's `_compute_scale` for linear and cubic upsampling, with a quotient of
+    symbolic sizes ((isize - 1) / (osize - 1) with align_corners, else isize / osize) as a
+    float32 0-dim tensor on `device`: the float32 quotient eager's kernels compute (UpSample.h
+    area_pixel_compute_scale), which kernels compute, where torch's SymFloat becomes float64
+    tensor ops (eager calls in the graph). Int and scale-factor scales are torch's."""
+
+    def compute_scale(in_size: Any, out_size: Any, align_corners: bool, scale: Any = None) -> Any:
+        if align_corners:
+            if not out_size > 1:
+                return 0
+            numerator, denominator = in_size - 1, out_size - 1
+        elif scale is not None and scale > 0:
+            return 1.0 / scale
+        else:
+            numerator, denominator = in_size, out_size
+        if isinstance(numerator, int) and isinstance(denominator, int):
+            return numerator / denominator
+        return torch.scalar_tensor(numerator, dtype=torch.float32, device=device) / denominator
+
+    return compute_scale
 
 
 def _float32_scales(torch_decomposition: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """torch._decomp's linear/cubic upsample with its scales as float32 0-dim tensors where
-    they are quotients of symbolic sizes (compat.float32_upsample_scales), not SymFloats
-    that become float64 tensor ops."""
+    """torch._decomp's linear/cubic upsample with float32 scales (_compute_scale)."""
     def upsample(input: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        with compat.float32_upsample_scales(input.device):
+        with compat.replaced_decomposition_helper("_compute_scale", _compute_scale(input.device)):
             return torch_decomposition(input, *args, **kwargs)
 
     return upsample
-
-
-def _linear1d_vec(input: torch.Tensor, output_size: Any, align_corners: bool, scale_factors: Any) -> torch.Tensor:
-    """upsample_linear1d.vec, which torch._decomp leaves to its C++ body: the output size,
-    then torch._decomp's upsample_linear1d."""
-    osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
-    scales = scale_factors if scale_factors else [None]
-    return compat.decomposition_table[aten.upsample_linear1d.default](input, osize, align_corners, *scales)
 
 
 _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest", False), ("_upsample_nearest_exact", True))
@@ -161,13 +179,15 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                                "its result (the input's memory format)"),
     **{getattr(aten, name).default: (_nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
-    **{getattr(aten, name).vec: (_nearest_vec(exact), f"{name}.vec with eager's float32 scale: no float64 ops")
+    **{getattr(aten, name).vec: (upsample_vec_body(_nearest_default(exact)), f"{name}.vec with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
     **{op: (_float32_scales(compat.decomposition_table[op]), f"torch._decomp's {op} with float32 scales: no float64 ops")
        for op in (aten.upsample_linear1d.default, aten.upsample_bilinear2d.default, aten.upsample_trilinear3d.default,
                   aten.upsample_bicubic2d.default, aten.upsample_bilinear2d.vec, aten.upsample_trilinear3d.vec,
                   aten.upsample_bicubic2d.vec)},
-    aten.upsample_linear1d.vec: (_float32_scales(_linear1d_vec), "upsample_linear1d.vec with float32 scales: no float64 ops"),
+    # torch._decomp leaves upsample_linear1d.vec to its C++ body
+    aten.upsample_linear1d.vec: (_float32_scales(upsample_vec_body(compat.decomposition_table[aten.upsample_linear1d.default])),
+                                 "upsample_linear1d.vec with float32 scales: no float64 ops"),
 }
 
 

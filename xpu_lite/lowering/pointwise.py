@@ -138,11 +138,15 @@ def _on_blocks(op: str, nargs: int, dtype: torch.dtype | None = None) -> Rule:
 
     def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
         cdt = _out_cdt(node) if dtype is None else dtype
-        args = [_arg(b, o, cdt, node) for o in operands[:nargs]]
-        args = [b.compute("broadcast", (a,), node, cdt) if _is_scalar(b, a) else a for a in args]
-        return b.compute(op, tuple(args), node, _out_cdt(node))
+        return b.compute(op, _blocks(b, node, operands[:nargs], cdt), node, _out_cdt(node))
 
     return rule
+
+
+def _blocks(b: Any, node: torch.fx.Node, operands: tuple[Any, ...], dtype: torch.dtype) -> tuple[int, ...]:
+    """Operands cast to `dtype`, a scalar one broadcast to a block of lanes."""
+    args = [_arg(b, o, dtype, node) for o in operands]
+    return tuple(b.compute("broadcast", (a,), node, dtype) if _is_scalar(b, a) else a for a in args)
 
 
 def _or_on_bools(op: str, on_bools: str) -> Rule:
@@ -305,9 +309,7 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
     # the composition reads the base's sign bit and combines tests of both operands: blocks
-    operands = [_arg(b, v, cdt, node) for v in (x, exponent)]
-    operands = [b.compute("broadcast", (v,), node, cdt) if _is_scalar(b, v) else v for v in operands]
-    return b.compute("pow", tuple(operands), node, cdt)
+    return b.compute("pow", _blocks(b, node, (x, exponent), cdt), node, cdt)
 
 
 def _is_scalar(b: Any, value: int) -> bool:
