@@ -295,8 +295,9 @@ def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(capture
 def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
     """On a gpu the inverse trigonometric and hyperbolic functions, log10, atan2 and hypot
     are the libdevice functions eager's kernels call (asinf, ...), not the interpreter's
-    compositions (whose Steps lines a gpu source must not have); fmax/fmin, copysign and
-    signbit are the same bit-exact forms on both targets. The source compiles and links."""
+    compositions (whose Steps lines a gpu source must not have); fmax/fmin are maxnum/minnum
+    (max.f32 on cuda, as eager's fmaxf: +0.0 over -0.0); copysign and signbit are the same
+    bit-exact forms on both targets. The source compiles and links."""
     unary = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc")
 
     def fn(x, y):
@@ -308,6 +309,7 @@ def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
     (source,) = kernel_sources(kernel, "gpu").values()
     for name in (*unary, "atan2", "hypot"):
         assert f"libdevice.{name}(" in source, name
+    assert "tl.maximum(" in source and "tl.minimum(" in source, source
     assert not re.search(r"tmp\d+_\w+ = ", source), source
     jit = triton.jit(runtime.kernel_function(kernel.name, source))
     compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target())

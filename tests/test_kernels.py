@@ -405,7 +405,7 @@ def test_tensor_literals_are_copied_by_kernels(device: str) -> None:
     copy is a fresh tensor, so a caller writing into it does not change the constant."""
     def fn(x):
         scale, row = torch.tensor(-1.5, device=x.device), torch.tensor([1.0, 2.0, 3.0], device=x.device)
-        return x * row + scale, row
+        return (x + scale) * row, row  # not x * row + scale: one FMA on a gpu (README, Devices)
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:
@@ -691,7 +691,7 @@ def test_math_functions_within_their_ulp_bounds(device: str, name: str) -> None:
     against float64 on a dense grid, ±1e-8..10 on a log scale and the special values: within
     4 float32 ulps wherever the float32 result is normal (Cephes' and glibc's single-precision
     routines promise 2-3; a tolerance of 1e-5 would let a wrong branch constant through;
-    erfc within 8), a subnormal one within 16 of the smallest, NaN and infinities where
+    erfc within 8), a subnormal one within 16 of the smallest (on a gpu, flushed to zero or not), NaN and infinities where
     float64's are, and its signed zeros."""
     fn = getattr(torch, name)
     lo, hi = ULP_FUNCTIONS[name]
@@ -709,8 +709,9 @@ def test_math_functions_within_their_ulp_bounds(device: str, name: str) -> None:
     ulps = _ulps(actual[normal], reference[normal])
     bound = ULP_BOUND.get(name, 4.0)
     assert ulps.max() <= bound, f"{ulps.max():.2f} ulps at x = {x[normal][ulps.argmax()].item()!r}"
-    tiny = finite & ~normal
-    assert ((actual[tiny].double() - reference[tiny]).abs() <= 16 * 2.0**-149).all(), "subnormal results"
+    tiny = finite & ~normal  # on a gpu Triton links libdevice's flush-to-zero variants: 0 is allowed
+    bound = 16 * 2.0**-149 if device == "cpu" else torch.finfo(torch.float32).tiny
+    assert ((actual[tiny].double() - reference[tiny]).abs() <= bound).all(), "subnormal results"
     zeros = rounded == 0
     assert torch.equal(actual[zeros].signbit(), rounded[zeros].signbit()), "signed zeros"
 

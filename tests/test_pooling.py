@@ -16,7 +16,7 @@ import xpu_lite
 from xpu_lite.lowering import DecisionKind
 from xpu_lite.report import capture
 
-from .conftest import assert_bitwise
+from .conftest import assert_bitwise, assert_eager_formula
 from .test_indexing import _first_samples, _small
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _run_samples
 
@@ -129,7 +129,7 @@ def opinfo_gradients_are_bitwise_eager(name: str, device: str, where: str) -> tu
             compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if where == "lite region" else None, dynamic=True)
             out = fn(sample.input)
             grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
-            assert_bitwise(_gradient(compiled, sample.input, grad), _gradient(fn, sample.input, grad))
+            assert_eager_formula(_gradient(compiled, sample.input, grad), _gradient(fn, sample.input, grad))
     return samples, reports
 
 
@@ -172,9 +172,12 @@ def gradients_for_all_sizes(fn, sizes: tuple[int, ...], device: str, dtype: torc
                 xs = [x.to(memory_format=layout)] * 6
                 grads = [torch.randn_like(out) for out in fn(*xs)]
                 low = ([t.to(dtype) for t in xs], [g.to(dtype) for g in grads])
-                actual, eager = gradients(compiled, *low), gradients(fn, *low)
+                actual = gradients(compiled, *low)
+                if device != "cpu":  # cuda's channels-last avg_pool2d backward ignores the padding
+                    low = ([t.contiguous() for t in low[0]], [g.contiguous() for g in low[1]])  # (pytorch#188344)
+                eager = gradients(fn, *low)
                 if dtype is torch.float32:
-                    assert_bitwise(actual, eager)
+                    assert_eager_formula(actual, eager)
                     continue
                 exact = gradients(fn, [t.double() for t in low[0]], [g.double() for g in low[1]])
                 for a, e, r in zip(actual, eager, exact, strict=True):
@@ -231,8 +234,8 @@ def test_three_dimensional_windows_and_gradients_for_all_sizes(device: str, dtyp
                 actual, actual_grads, grads = _pools_3d_and_gradients(compiled, xs, None)
                 if dtype is torch.float32:
                     eager, eager_grads, _ = _pools_3d_and_gradients(pools_3d, xs, grads)
-                    assert_bitwise(actual, eager)
-                    assert_bitwise(actual_grads, eager_grads)
+                    assert_eager_formula(actual, eager)
+                    assert_eager_formula(actual_grads, eager_grads)
                     continue
                 exact, exact_grads, _ = _pools_3d_and_gradients(pools_3d, [t.double() for t in xs],
                                                                 [g.double() for g in grads])

@@ -249,7 +249,7 @@ def _scan_bound(x64: torch.Tensor, dim: int, product: bool) -> torch.Tensor:
     the exact one: k rounding steps of the running sum of |x| (or of the running product),
     plus the final rounding, with 1% to spare."""
     dim = dim % x64.dim()
-    k = torch.arange(1, x64.shape[dim] + 1, dtype=torch.float64).view([-1 if d == dim else 1 for d in range(x64.dim())])
+    k = torch.arange(1, x64.shape[dim] + 1, dtype=torch.float64, device=x64.device).view([-1 if d == dim else 1 for d in range(x64.dim())])
     scale = x64.cumprod(dim).abs() if product else x64.abs().cumsum(dim)
     return (k + 1) * 2.0**-24 * scale * 1.01
 

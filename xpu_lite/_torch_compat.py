@@ -424,10 +424,16 @@ def fake_mode_of(tensor: torch.Tensor) -> Any:
     return getattr(tensor, "fake_mode", None)
 
 
-def fake_tensor_device(example_inputs: Iterable[Any]) -> str:
-    """Device type of the graph: the first tensor input's, else cpu."""
+def fake_tensor_device(example_inputs: Iterable[Any], gm: torch.fx.GraphModule) -> str:
+    """Device type of the graph: the first tensor input's; with none (a graph that makes
+    its tensors, `torch.arange(k, device="cuda")`), the first device other than cpu among
+    Dynamo's example values of its nodes; else cpu."""
     for value in example_inputs:
         if isinstance(value, torch.Tensor):
+            return value.device.type
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and value.device.type != "cpu":
             return value.device.type
     return "cpu"
 

@@ -48,7 +48,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         log.debug("xpu_lite %s: undid Dynamo's decompositions: %s", graph, rewrites)
         write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
-    device_type = compat.fake_tensor_device(example_inputs)
+    device_type = compat.fake_tensor_device(example_inputs, gm)
     started = time.perf_counter()
     while True:
         compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)

@@ -198,7 +198,7 @@ MATH: MathTable = {
     "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
     # NaN-ignoring max/min (C's fmax/fmin): NaN only where both are; of equal operands
-    # (-0.0 and 0.0) the first, as eager's cpu kernels give
+    # (-0.0 and 0.0) the first, as eager's cpu kernels give (the gpu column: libdevice's)
     "fmax": "tl.where({0} != {0}, {1}, tl.where({1} > {0}, {1}, {0}))",
     "fmin": "tl.where({0} != {0}, {1}, tl.where({1} < {0}, {1}, {0}))",
     # bits of fp32 operands (the lowering broadcasts a scalar): exact in every float dtype
@@ -227,6 +227,8 @@ TARGET_MATH: dict[str, MathTable] = {
         **{op: f"libdevice.{op}({{0}})"
            for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc")},
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
+        # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
+        "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
     },
 }
 # the imports a kernel source of each target starts with

@@ -52,6 +52,8 @@ def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
     out = compat.decomposition_table[aten.max_unpool2d.default](self, indices, output_size)
+    if self.device.type != "cpu":  # cuda's and xpu's kernels fill a contiguous output
+        return out
     return out.contiguous(memory_format=compat.suggest_memory_format(self))
 
 
@@ -171,12 +173,12 @@ _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest",
 # Core ATen decompositions that regions replace by their own, with the reason. take's
 # `flattened[index]` makes a 0-dim index a Python int (`item()`, data-dependent: no trace,
 # in Inductor too); index.Tensor takes it as a tensor, the same call for any other index.
-# max_unpool2d's scatters into a contiguous buffer; eager's result is channels-last for a
-# channels-last input.
+# max_unpool2d's scatters into a contiguous buffer; eager's cpu result is channels-last for
+# a channels-last input (cuda's and xpu's are contiguous).
 _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
-                                               "its result (the input's memory format)"),
+                                               "its result (on cpu the input's memory format)"),
     **{getattr(aten, name).default: (_nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
     **{getattr(aten, name).vec: (upsample_vec_body(_nearest_default(exact)), f"{name}.vec with eager's float32 scale: no float64 ops")
