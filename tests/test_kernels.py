@@ -33,7 +33,7 @@ FLOAT_OPINFOS = [
     ("nn.functional.leaky_relu", ""), ("nn.functional.elu", ""), ("full_like", ""), ("fill", ""),
     ("asin", ""), ("acos", ""), ("atan", ""), ("atan2", ""), ("asinh", ""), ("acosh", ""), ("atanh", ""), ("sinh", ""),
     ("cosh", ""), ("log10", ""), ("hypot", ""), ("copysign", ""), ("fmax", ""), ("fmin", ""), ("signbit", ""),
-    ("isfinite", ""), ("logaddexp", ""), ("erfc", ""), ("round", "decimals_3"), ("round", "decimals_neg_3"),
+    ("isfinite", ""), ("logaddexp", ""), ("erfc", ""), ("erfinv", ""), ("round", "decimals_3"), ("round", "decimals_neg_3"),
 ]
 INT_OPINFOS = [
     ("add", ""), ("sub", ""), ("mul", ""), ("neg", ""), ("abs", ""), ("maximum", ""), ("minimum", ""), ("eq", ""),
@@ -594,7 +594,7 @@ SPECIAL_VALUE_OPS = {
     "sin": lambda x, y: torch.sin(x), "gelu": lambda x, y: F.gelu(x), "silu": lambda x, y: F.silu(x),
     "elu": lambda x, y: F.elu(x),
     **{name: (lambda f: lambda x, y: f(x))(getattr(torch, name))
-       for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc")},
+       for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv")},
     "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
 }
 # the sign of a zero result is C's/IEEE's for the others; eager's own cpu and gpu kernels
@@ -672,7 +672,8 @@ def test_products_of_bools_are_kernels(device: str) -> None:
 # function -> the range of its dense grid (beyond the domain too: NaN there)
 ULP_FUNCTIONS = {"asin": (-1.1, 1.1), "acos": (-1.1, 1.1), "atan": (-40.0, 40.0), "asinh": (-1e3, 1e3),
                  "acosh": (-2.0, 1e3), "atanh": (-1.1, 1.1), "sinh": (-95.0, 95.0), "cosh": (-95.0, 95.0),
-                 "log10": (-1.0, 1e4), "atan2": (-40.0, 40.0), "hypot": (-40.0, 40.0), "erfc": (-6.0, 11.0)}
+                 "log10": (-1.0, 1e4), "atan2": (-40.0, 40.0), "hypot": (-40.0, 40.0), "erfc": (-6.0, 11.0),
+                 "erfinv": (-1.1, 1.1)}
 # erfc's Numerical Recipes form is within 1.2e-7 relative in exact math; evaluated in float32
 # (its polynomial in t cancels) it reaches 7.3 ulps (libdevice's erfcf on a gpu: 4)
 ULP_BOUND = {"erfc": 8.0}

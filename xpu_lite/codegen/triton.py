@@ -137,6 +137,20 @@ INTERPRETER_FUNCTIONS: MathTable = {
                    ("m", "tl.where({t}a < 0.5, 1.0 - tl.erf({t}a), tl.where({t}a == float('inf'), 0.0, "
                          "{t}t * tl.exp(-{t}h * {t}h) * tl.exp({t}q - ({t}a - {t}h) * ({t}a + {t}h))))")),
                   "tl.where({0} < 0.0, 2.0 - {t}m, {t}m)"),
+    # erfinv as eager's cpu kernel: calc_erfinv (ATen/native/Math.h) in float64, rounded once
+    # (within 0.5 ulps): a rational first guess (|y| <= 0.7, else in sqrt(-log((1 - |y|) /
+    # 2))), then two Newton steps on erf(x) - y
+    "erfinv": Steps((("y", "{0}.to(tl.float64)"), ("a", "tl.abs({t}y)"), ("z", "{t}y * {t}y"),
+                     ("cn", "((-0.140543331 * {t}z + 0.914624893) * {t}z - 1.645349621) * {t}z + 0.886226899"),
+                     ("cd", "(((0.012229801 * {t}z - 0.329097515) * {t}z + 1.442710462) * {t}z - 2.118377725) * {t}z + 1.0"),
+                     ("w", "tl.sqrt(-tl.log((1.0 - {t}a) / 2.0))"),
+                     ("tn", "((1.641345311 * {t}w + 3.429567803) * {t}w - 1.624906493) * {t}w - 1.970840454"),
+                     ("td", "(1.6370678 * {t}w + 3.5438892) * {t}w + 1.0"),
+                     ("x0", "tl.where({t}a <= 0.7, {t}y * {t}cn / {t}cd, " + _with_sign("{t}tn") + " / {t}td)"),
+                     ("x1", "{t}x0 - (tl.erf({t}x0) - {t}y) / (1.1283791670955126 * tl.exp(-{t}x0 * {t}x0))"),
+                     ("x2", "{t}x1 - (tl.erf({t}x1) - {t}y) / (1.1283791670955126 * tl.exp(-{t}x1 * {t}x1))")),
+                    "tl.where({t}a > 1.0, float('nan'), tl.where({t}a == 1.0, " + _with_sign("float('inf')")
+                    + ", {t}x2)).to(tl.float32)"),
     # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
     "hypot": Steps((("ax", "tl.abs({0})"), ("ay", "tl.abs({1})"), ("mx", "tl.where({t}ax > {t}ay, {t}ax, {t}ay)"),
                     ("r", "tl.where({t}ax > {t}ay, {t}ay, {t}ax) / {t}mx")),
@@ -225,7 +239,7 @@ TARGET_MATH: dict[str, MathTable] = {
         "gelu_tanh": _gelu_tanh("libdevice.tanh({0})"),
         # the C functions eager's gpu kernels call (asinf, atan2f, ...)
         **{op: f"libdevice.{op}({{0}})"
-           for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc")},
+           for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc", "erfinv")},
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
