@@ -316,6 +316,18 @@ def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
     assert compiled.asm["cubin"] and not re.search(r"\.extern \.func.*__nv_", compiled.asm["ptx"]), "unlinked libdevice"
 
 
+def test_digamma_is_eagers_float32_algorithm_on_gpu(captured) -> None:
+    """libdevice has no digamma: on a gpu it is eager's own float32 algorithm (Cephes' psi,
+    named lines), with libdevice's tan, and no float64 (Intel's consumer GPUs have none);
+    the interpreter's runs in float64."""
+    _run(torch.digamma, torch.randn(8, 16))
+    (kernel,) = captured
+    (source,) = kernel_sources(kernel, "gpu").values()
+    assert "libdevice.tan(" in source and "tl.float64" not in source and "tmp1_v10 = " in source, source
+    assert "tl.float64" in next(iter(kernel_sources(kernel, "interpreter").values()))
+    _compile_for_cuda(captured)
+
+
 def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -> None:
     """Pooling windows (values and int64 indices, 2-D and 3-D) and their backward, repeat, setitem's
     copy, and batch norm's backward, whose SymFloat operand is an fp32 kernel argument."""

@@ -97,7 +97,7 @@ class SymValue:
 
 @dataclasses.dataclass(frozen=True)
 class Compute:
-    op: str  # a key of codegen/triton.py's math table
+    op: str  # a key of codegen/mathfns.py's math table
     args: tuple[int, ...]  # indices of earlier values in Kernel.values
     dtype: torch.dtype
     node: str  # the FX node it comes from (for errors and explain)

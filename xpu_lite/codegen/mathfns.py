@@ -1,0 +1,266 @@
+"""The math table: each op's Triton expression (or named lines, `Steps`), per target.
+
+"interpreter" (cpu) is the base column: libdevice functions are stubs there and
+tl.maximum drops NaN, so NaN handling, signed zeros and the functions libdevice would give
+(asin, erfc, digamma, ...) are composed from tl's exp/log/sqrt and fp32 bits. "gpu"
+(xpu/cuda) overrides entries with the libdevice function eager's kernels call, and with
+the correctly rounded division and square root. codegen/triton.py formats the entries.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+_F32_MAX = "3.4028234663852886e38"
+_TANH = ("tl.where({0} == 0.0, {0}, "  # ±0 keeps its sign
+         "tl.where(tl.abs({0}) < 0.0625, {0} - {0} * {0} * {0} / 3.0 + 2.0 * {0} * {0} * {0} * {0} * {0} / 15.0, "
+         "tl.where({0} >= 0.0, 1.0, -1.0) * (1.0 - tl.exp(-2.0 * tl.abs({0}))) / (1.0 + tl.exp(-2.0 * tl.abs({0})))))")
+_FLOOR_HALF = "tl.floor({0} + 0.5)"
+# C's pow (what eager calls): |x|**y from exp2/log2, negative for a negative x (-0.0
+# included) and an odd integer y, NaN for a finite negative x and a non-integer y, 1 for
+# y == 0, x == 1 and (-1) ** ±inf. {0} must be a tensor (the lowering broadcasts a scalar base).
+_SIGNBIT = "({0}.to(tl.int32, bitcast=True) < 0)"
+_REMAINDER = "tl.where(({m} != 0) & (({m} < 0) != ({1} < 0)), {m} + {1}, {m})"  # {m}: fmod(a, b)
+_ODD = "((tl.floor({1}) == {1}) & (tl.floor({1} * 0.5) * 2.0 != {1}))"
+_MAGNITUDE = "tl.exp2({1} * tl.log2(tl.abs({0})))"
+_POW = ("tl.where(({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs({1}) == float('inf'))), 1.0, "
+        "tl.where(({0} < 0.0) & ({0} > float('-inf')) & (tl.floor({1}) != {1}), float('nan'), "
+        "tl.where(" + _SIGNBIT + " & " + _ODD + ", -" + _MAGNITUDE + ", " + _MAGNITUDE + ")))")
+
+def _gelu_tanh(tanh: str) -> str:
+    """gelu's tanh approximation around a tanh template."""
+    return "0.5 * {0} * (1.0 + " + tanh.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")"
+
+
+# integers have no NaN: their max/min need none of the float forms' checks
+INT_MATH = {"maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})",
+            "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})",
+            "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Steps:
+    """A math entry too long for one expression: statements `<name>_<local> = expr`, then
+    the value's expression. Placeholders: {0}, {1}, ... the operands, {dt} the value's tl
+    dtype, {t} the value's name and "_" (so `{t}a` is the local `tmp5_a`)."""
+
+    steps: tuple[tuple[str, str], ...]
+    result: str
+
+
+MathTable = dict[str, "str | Steps"]
+
+
+def _with_sign(magnitude: str) -> str:
+    """`magnitude` (a local) with {0}'s sign: -0.0 and -NaN included, as C's odd functions."""
+    return "tl.where(" + _SIGNBIT + ", -" + magnitude + ", " + magnitude + ")"
+
+
+# Cephes' single-precision polynomials (asinf.c, atanf.c), each within 2 ulps on its range:
+# asin(s) for |s| <= 0.5 from z = s*s; atan(r) for |r| <= tan(pi/8) from z = r*r
+_ASIN_POLY = ("((((4.2163199048e-2 * {t}z + 2.4181311049e-2) * {t}z + 4.5470025998e-2) * {t}z + 7.4953002686e-2) * {t}z"
+              " + 1.6666752422e-1) * {t}z * {s} + {s}")
+_ATAN_POLY = ("(((8.05374449538e-2 * {t}z - 1.38776856032e-1) * {t}z + 1.99777106478e-1) * {t}z - 3.33329491539e-1)"
+              " * {t}z * {t}r + {t}r")
+_PI, _PI_2, _PI_4, _LN2 = "3.141592653589793", "1.5707963267948966", "0.7853981633974483", "0.6931471805599453"
+_BEYOND_LOG = "268435456.0"  # 2**28: past it, x*x loses 1 against x and asinh(x), acosh(x) are log(2x)
+
+
+def _log1p_of(local: str) -> str:
+    return MATH_LOG1P.replace("{0}", local)
+
+
+def _digamma(dtype: str, tan: str) -> Steps:
+    """digamma as eager's calc_digamma (ATen/native/Math.h, Cephes' psi) in `dtype`: for
+    x < 0, digamma(1 - x) - pi / tan(pi * frac(x)); x pushed to >= 10 by ten masked steps of
+    the recurrence (eager's loop runs at most ten); then psi(10) exactly, or the asymptotic
+    series. +-0 give -+inf, a negative integer (-inf too) NaN. `tan` formats {a}."""
+    steps = [("x", "{0}.to(" + dtype + ")"), ("neg", "{t}x < 0.0"),
+             ("a", "3.141592653589793 * ({t}x - tl.where({t}neg, tl.ceil({t}x), tl.floor({t}x)))"),
+             ("refl", "tl.where({t}neg, 3.141592653589793 / (" + tan.replace("{a}", "{t}a") + "), 0.0)"),
+             ("v0", "tl.where({t}neg, 1.0 - {t}x, {t}x)"), ("c0", "tl.where({t}neg, 0.0, 0.0)")]
+    for i in range(10):
+        more = f"{{t}}v{i} < 10.0"
+        steps += [(f"c{i + 1}", f"tl.where({more}, {{t}}c{i} - 1.0 / {{t}}v{i}, {{t}}c{i})"),
+                  (f"v{i + 1}", f"tl.where({more}, {{t}}v{i} + 1.0, {{t}}v{i})")]
+    steps += [("z", "1.0 / ({t}v10 * {t}v10)"),
+              ("y", "tl.where({t}v10 < 1e17, {t}z * ((((((8.33333333333333333333e-2 * {t}z - 2.10927960927960927961e-2) "
+                    "* {t}z + 7.57575757575757575758e-3) * {t}z - 4.16666666666666666667e-3) * {t}z "
+                    "+ 3.96825396825396825397e-3) * {t}z - 8.33333333333333333333e-3) * {t}z + 8.33333333333333333333e-2), 0.0)"),
+              ("m", "tl.where({t}v10 == 10.0, {t}c10 + 2.25175258906672110764, "
+                    "{t}c10 + tl.log({t}v10) - 0.5 / {t}v10 - {t}y) - {t}refl")]
+    result = ("tl.where({0} == 0.0, tl.where(" + _SIGNBIT + ", float('inf'), -float('inf')), "
+              "tl.where({t}neg & ({t}x == tl.floor({t}x)), float('nan'), {t}m)).to(tl.float32)")
+    return Steps(tuple(steps), result)
+
+
+MATH_LOG1P = ("tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", tl.log(1.0 + {0}), "
+              "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))")
+# Inverse trigonometric and hyperbolic functions composed from the interpreter's primitives
+# (exp, log, sqrt): Cephes' reductions for asin/acos/atan, glibc's (s_asinhf.c, e_acoshf.c,
+# e_atanhf.c, e_sinhf.c, e_coshf.c) for the hyperbolic ones, each branch chosen by tl.where.
+INTERPRETER_FUNCTIONS: MathTable = {
+    "asin": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 0.5"),
+                   ("z", "tl.where({t}big, 0.5 * (1.0 - {t}a), {t}a * {t}a)"),  # |x| > 1: sqrt(z < 0) is NaN
+                   ("s", "tl.where({t}big, tl.sqrt({t}z), {t}a)"),
+                   ("p", _ASIN_POLY.replace("{s}", "{t}s")),
+                   ("m", "tl.where({t}big, " + _PI_2 + " - 2.0 * {t}p, {t}p)")), _with_sign("{t}m")),
+    "acos": Steps((("lo", "{0} < -0.5"), ("hi", "{0} > 0.5"),
+                   ("s", "tl.where({t}lo, tl.sqrt(0.5 * (1.0 + {0})), tl.where({t}hi, tl.sqrt(0.5 * (1.0 - {0})), {0}))"),
+                   ("z", "{t}s * {t}s"), ("p", _ASIN_POLY.replace("{s}", "{t}s"))),
+                  "tl.where({t}lo, " + _PI + " - 2.0 * {t}p, tl.where({t}hi, 2.0 * {t}p, " + _PI_2 + " - {t}p))"),
+    "atan": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 2.414213562373095"), ("mid", "{t}a > 0.41421356237309503"),
+                   ("r", "tl.where({t}big, -1.0 / {t}a, tl.where({t}mid, ({t}a - 1.0) / ({t}a + 1.0), {t}a))"),
+                   ("z", "{t}r * {t}r"),
+                   ("m", "tl.where({t}big, " + _PI_2 + ", tl.where({t}mid, " + _PI_4 + ", 0.0)) + " + _ATAN_POLY)),
+                  _with_sign("{t}m")),
+    # atan2(y={0}, x={1}): atan of the smaller |.| over the larger (1 for two infinities,
+    # 0 for two zeros), then the octant; C's signed zeros and infinities, NaN from either
+    "atan2": Steps((("ay", "tl.abs({0})"), ("ax", "tl.abs({1})"), ("swap", "{t}ay > {t}ax"),
+                    ("q", "tl.where(({t}ay == float('inf')) & ({t}ax == float('inf')), 1.0, tl.where({t}swap, {t}ax / {t}ay, "
+                          "tl.where({t}ax == 0.0, 0.0, {t}ay / {t}ax)))"),
+                    ("mid", "{t}q > 0.41421356237309503"), ("r", "tl.where({t}mid, ({t}q - 1.0) / ({t}q + 1.0), {t}q)"),
+                    ("z", "{t}r * {t}r"), ("a", "tl.where({t}mid, " + _PI_4 + ", 0.0) + " + _ATAN_POLY),
+                    ("b", "tl.where({t}swap, " + _PI_2 + " - {t}a, {t}a)"),
+                    ("c", "tl.where(" + _SIGNBIT.replace("{0}", "{1}") + ", " + _PI + " - {t}b, {t}b)")),
+                   "tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, " + _with_sign("{t}c") + ")"),
+    "asinh": Steps((("a", "tl.abs({0})"), ("s", "{t}a * {t}a"),
+                    ("u", "{t}a + {t}s / (1.0 + tl.sqrt(1.0 + {t}s))"),
+                    ("m", "tl.where({t}a > " + _BEYOND_LOG + ", tl.log({t}a) + " + _LN2 + ", tl.where({t}a > 2.0, "
+                          "tl.log(2.0 * {t}a + 1.0 / (tl.sqrt({t}s + 1.0) + {t}a)), " + _log1p_of("{t}u") + "))")),
+                   _with_sign("{t}m")),
+    "acosh": Steps((("d", "{0} - 1.0"), ("u", "{t}d + tl.sqrt(2.0 * {t}d + {t}d * {t}d)")),
+                   "tl.where({0} < 1.0, float('nan'), tl.where({0} > " + _BEYOND_LOG + ", tl.log({0}) + " + _LN2
+                   + ", tl.where({0} > 2.0, tl.log(2.0 * {0} - 1.0 / ({0} + tl.sqrt({0} * {0} - 1.0))), "
+                   + _log1p_of("{t}u") + ")))"),
+    "atanh": Steps((("a", "tl.abs({0})"), ("d", "1.0 - {t}a"),  # |x| = 1: a / 0 is inf; |x| > 1: log1p(< -1) is NaN
+                    ("u", "tl.where({t}a < 0.5, 2.0 * {t}a + 2.0 * {t}a * {t}a / {t}d, 2.0 * {t}a / {t}d)"),
+                    ("m", "0.5 * (" + _log1p_of("{t}u") + ")")), _with_sign("{t}m")),
+    "sinh": Steps((("a", "tl.abs({0})"), ("e", "tl.exp({t}a)"),
+                   ("t", "tl.where({t}e == 1.0, {t}a, tl.where({t}e > " + _F32_MAX + ", {t}e, "
+                         "({t}e - 1.0) * ({t}a / tl.log({t}e))))"),  # expm1(a), as MATH's
+                   ("w", "tl.exp(0.5 * {t}a)"),
+                   ("m", "tl.where({t}a < 1.0, 0.5 * (2.0 * {t}t - {t}t * {t}t / ({t}t + 1.0)), tl.where({t}a < 22.0, "
+                         "0.5 * ({t}t + {t}t / ({t}t + 1.0)), 0.5 * {t}w * {t}w))")), _with_sign("{t}m")),
+    "cosh": Steps((("a", "tl.abs({0})"), ("e", "tl.exp({t}a)"), ("w", "tl.exp(0.5 * {t}a)")),
+                  "tl.where({t}a < 88.0, 0.5 * {t}e + 0.5 / {t}e, 0.5 * {t}w * {t}w)"),  # 0.5 * w * w: no early overflow
+    # erfc: 1 - erf(x) near 0; else Numerical Recipes' erfcc, t * exp(-x*x + Q(t)) with
+    # t = 1 / (1 + |x| / 2) (relative error 1.2e-7), exp(-x*x) split as exp(-h*h) (h: |x|
+    # with 12 low bits cleared, so h*h is exact) times exp(Q - (|x| - h)(|x| + h))
+    "erfc": Steps((("a", "tl.abs({0})"), ("t", "1.0 / (1.0 + 0.5 * {t}a)"),
+                   ("q", "-1.26551223 + {t}t * (1.00002368 + {t}t * (0.37409196 + {t}t * (0.09678418 + {t}t * "
+                         "(-0.18628806 + {t}t * (0.27886807 + {t}t * (-1.13520398 + {t}t * (1.48851587 + {t}t * "
+                         "(-0.82215223 + {t}t * 0.17087277))))))))"),
+                   ("h", "({t}a.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)"),
+                   ("m", "tl.where({t}a < 0.5, 1.0 - tl.erf({t}a), tl.where({t}a == float('inf'), 0.0, "
+                         "{t}t * tl.exp(-{t}h * {t}h) * tl.exp({t}q - ({t}a - {t}h) * ({t}a + {t}h))))")),
+                  "tl.where({0} < 0.0, 2.0 - {t}m, {t}m)"),
+    # erfinv as eager's cpu kernel: calc_erfinv (ATen/native/Math.h) in float64, rounded once
+    # (within 0.5 ulps): a rational first guess (|y| <= 0.7, else in sqrt(-log((1 - |y|) /
+    # 2))), then two Newton steps on erf(x) - y
+    "erfinv": Steps((("y", "{0}.to(tl.float64)"), ("a", "tl.abs({t}y)"), ("z", "{t}y * {t}y"),
+                     ("cn", "((-0.140543331 * {t}z + 0.914624893) * {t}z - 1.645349621) * {t}z + 0.886226899"),
+                     ("cd", "(((0.012229801 * {t}z - 0.329097515) * {t}z + 1.442710462) * {t}z - 2.118377725) * {t}z + 1.0"),
+                     ("w", "tl.sqrt(-tl.log((1.0 - {t}a) / 2.0))"),
+                     ("tn", "((1.641345311 * {t}w + 3.429567803) * {t}w - 1.624906493) * {t}w - 1.970840454"),
+                     ("td", "(1.6370678 * {t}w + 3.5438892) * {t}w + 1.0"),
+                     ("x0", "tl.where({t}a <= 0.7, {t}y * {t}cn / {t}cd, " + _with_sign("{t}tn") + " / {t}td)"),
+                     ("x1", "{t}x0 - (tl.erf({t}x0) - {t}y) / (1.1283791670955126 * tl.exp(-{t}x0 * {t}x0))"),
+                     ("x2", "{t}x1 - (tl.erf({t}x1) - {t}y) / (1.1283791670955126 * tl.exp(-{t}x1 * {t}x1))")),
+                    "tl.where({t}a > 1.0, float('nan'), tl.where({t}a == 1.0, " + _with_sign("float('inf')")
+                    + ", {t}x2)).to(tl.float32)"),
+    "digamma": _digamma("tl.float64", "tl.sin({a}) / tl.cos({a})"),  # rounded once, as eager's float64 one
+    # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
+    "hypot": Steps((("ax", "tl.abs({0})"), ("ay", "tl.abs({1})"), ("mx", "tl.where({t}ax > {t}ay, {t}ax, {t}ay)"),
+                    ("r", "tl.where({t}ax > {t}ay, {t}ay, {t}ax) / {t}mx")),
+                   "tl.where(({t}ax == float('inf')) | ({t}ay == float('inf')), float('inf'), tl.where(({t}ax != {t}ax) "
+                   "| ({t}ay != {t}ay), {t}ax + {t}ay, tl.where({t}mx == 0.0, 0.0, {t}mx * tl.sqrt(1.0 + {t}r * {t}r))))"),
+}
+
+
+# op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
+# targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
+# a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
+MATH: MathTable = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
+    "maximum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
+    "minimum": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
+    # a NaN bound gives NaN too, as in torch.clamp
+    "clamp_min": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
+    "clamp_max": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
+    "neg": "-{0}", "abs": "tl.abs({0})",
+    "sign": "({0} > 0).to({dt}) - ({0} < 0).to({dt})",
+    "relu": "tl.where({0} < 0, 0, {0})",  # NaN < 0 is false: NaN propagates as in torch
+    "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
+    # Kahan's tricks: accurate near 0 without libdevice
+    "expm1": "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
+             "tl.where(tl.exp({0}) > " + _F32_MAX + ", tl.exp({0}), (tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0}))))))",
+    "log1p": MATH_LOG1P,
+    "log10": "tl.log({0}) * 0.4342944819032518",
+    "sqrt": "tl.sqrt({0})", "rsqrt": "1.0 / tl.sqrt({0})",
+    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "tl.sin({0}) / tl.cos({0})",
+    "tanh": _TANH, "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
+    "erf": "tl.erf({0})", "reciprocal": "1.0 / {0}",
+    "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+    "trunc": "tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))",
+    # half to even; a zero result takes x's sign (round(-0.4) is -0.0)
+    "round": "tl.where(tl.abs({0}) >= 8388608.0, {0}, tl.where(tl.abs({0}) <= 0.5, {0} * 0.0, tl.where((" + _FLOOR_HALF
+             + " - {0} == 0.5) & (" + _FLOOR_HALF + " * 0.5 != tl.floor(" + _FLOOR_HALF + " * 0.5)), " + _FLOOR_HALF
+             + " - 1.0, " + _FLOOR_HALF + ")))",
+    "isnan": "{0} != {0}", "isinf": "tl.abs({0}) > " + _F32_MAX,
+    "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}", "ge": "{0} >= {1}",
+    "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "{0} == 0",
+    "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "bitwise_xor": "{0} ^ {1}", "bitwise_not": "~{0}",
+    "where": "tl.where({0}, {1}, {2})",
+    "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
+    "elu": "tl.where({0} > 0.0, {0} * {2}, {1} * {2} * (tl.exp({0} * {3}) - 1.0))",
+    "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
+    "gelu_tanh": _gelu_tanh(_TANH),
+    "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
+    "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
+    # copysign(0, x) of an fp32 tensor, from its bits: compiled for cuda, a select between
+    # the constants -0.0 and 0.0 came out +0.0 for every lane
+    "signed_zero": "(({0}.to(tl.int32, bitcast=True) & -2147483648).to(tl.float32, bitcast=True))",
+    # float % is C's fmod under the interpreter; compiled, it is a - trunc(a / b) * b, off
+    # by b when a / b rounds up to an integer (1.0 % 0.1), so the gpu column uses libdevice
+    "fmod": "{0} % {1}",
+    "remainder": _REMAINDER.replace("{m}", "({0} % {1})"),
+    "pow": _POW,
+    # integers (by a literal other than 0 and -1: lowering/pointwise.py): `%` truncates on
+    # both targets (srem; the interpreter's numpy fmod)
+    "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
+    "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
+    # NaN-ignoring max/min (C's fmax/fmin): NaN only where both are; of equal operands
+    # (-0.0 and 0.0) the first, as eager's cpu kernels give (the gpu column: libdevice's)
+    "fmax": "tl.where({0} != {0}, {1}, tl.where({1} > {0}, {1}, {0}))",
+    "fmin": "tl.where({0} != {0}, {1}, tl.where({1} < {0}, {1}, {0}))",
+    # bits of fp32 operands (the lowering broadcasts a scalar): exact in every float dtype
+    "copysign": "(({0}.to(tl.int32, bitcast=True) & 2147483647) | ({1}.to(tl.int32, bitcast=True) & -2147483648))"
+                ".to(tl.float32, bitcast=True)",
+    "signbit": _SIGNBIT,
+    **INTERPRETER_FUNCTIONS,
+}
+# xpu/cuda: Triton's `/` and tl.sqrt compile to approximate instructions (div.full.f32,
+# sqrt.approx.ftz.f32 on cuda) where eager is correctly rounded, so division and sqrt are
+# the IEEE forms; libdevice (real there, a stub under the interpreter) where it is the
+# accurate C function eager calls.
+TARGET_MATH: dict[str, MathTable] = {
+    "interpreter": {},
+    "gpu": {
+        "truediv": "tl.div_rn({0}, {1})", "reciprocal": "tl.div_rn(1.0, {0})",
+        "div_trunc": "libdevice.trunc(tl.div_rn({0}, {1}))",
+        "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
+        "sigmoid": "tl.div_rn(1.0, 1.0 + tl.exp(-{0}))", "silu": "tl.div_rn({0}, 1.0 + tl.exp(-{0}))",
+        "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
+        "tan": "libdevice.tan({0})", "trunc": "libdevice.trunc({0})", "round": "libdevice.rint({0})",
+        "pow": "libdevice.pow({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
+        "remainder": _REMAINDER.replace("{m}", "libdevice.fmod({0}, {1})"),
+        "gelu_tanh": _gelu_tanh("libdevice.tanh({0})"),
+        # the C functions eager's gpu kernels call (asinf, atan2f, ...)
+        **{op: f"libdevice.{op}({{0}})"
+           for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc", "erfinv")},
+        "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
+        "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
+        # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
+        "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
+    },
+}
