@@ -298,7 +298,7 @@ def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
     compositions (whose Steps lines a gpu source must not have); fmax/fmin are maxnum/minnum
     (max.f32 on cuda, as eager's fmaxf: +0.0 over -0.0); copysign and signbit are the same
     bit-exact forms on both targets. The source compiles and links."""
-    unary = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv")
+    unary = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "lgamma")
 
     def fn(x, y):
         return (*[getattr(torch, name)(x) for name in unary], torch.atan2(x, y), torch.hypot(x, y), torch.fmax(x, y),

@@ -93,6 +93,11 @@ def _digamma(dtype: str, tan: str) -> Steps:
     return Steps(tuple(steps), result)
 
 
+# Lanczos' series for Gamma(z + 1) (g = 7, 9 terms), its sum part
+_LANCZOS = ("0.99999999999980993 + 676.5203681218851 / ({t}z + 1.0) - 1259.1392167224028 / ({t}z + 2.0)"
+            " + 771.32342877765313 / ({t}z + 3.0) - 176.61502916214059 / ({t}z + 4.0)"
+            " + 12.507343278686905 / ({t}z + 5.0) - 0.13857109526572012 / ({t}z + 6.0)"
+            " + 9.9843695780195716e-6 / ({t}z + 7.0) + 1.5056327351493116e-7 / ({t}z + 8.0)")
 MATH_LOG1P = ("tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX + ", tl.log(1.0 + {0}), "
               "tl.log(1.0 + {0}) * ({0} / ((1.0 + {0}) - 1.0))))")
 # Inverse trigonometric and hyperbolic functions composed from the interpreter's primitives
@@ -169,6 +174,19 @@ INTERPRETER_FUNCTIONS: MathTable = {
                     "tl.where({t}a > 1.0, float('nan'), tl.where({t}a == 1.0, " + _with_sign("float('inf')")
                     + ", {t}x2)).to(tl.float32)"),
     "digamma": _digamma("tl.float64", "tl.sin({a}) / tl.cos({a})"),  # rounded once, as eager's float64 one
+    # lgamma in float64, rounded once: Lanczos' series (g = 7, 9 terms: 1e-15 relative) at
+    # max(x, 1 - x), reflected for x < 0.5 through log(pi / |sin(pi r)|), r = x - round(x)
+    # (exact); +inf at the poles (0, negative integers) and at ±inf, as C's lgamma; 0 at 1 and 2
+    "lgamma": Steps((("x", "{0}.to(tl.float64)"), ("refl", "{t}x < 0.5"),
+                     ("z", "tl.where({t}refl, 1.0 - {t}x, {t}x) - 1.0"),
+                     ("a", _LANCZOS),
+                     ("w", "{t}z + 7.5"),
+                     ("lg", "0.9189385332046727 + ({t}z + 0.5) * tl.log({t}w) - {t}w + tl.log({t}a)"),
+                     ("r", "{t}x - tl.floor({t}x + 0.5)"),
+                     ("m", "tl.where({t}refl, tl.log(3.141592653589793 / tl.abs(tl.sin(3.141592653589793 * {t}r))) - {t}lg, "
+                           "{t}lg)")),
+                    "tl.where((tl.abs({0}) == float('inf')) | ({t}refl & ({t}r == 0.0)), float('inf'), "
+                    "tl.where(({0} == 1.0) | ({0} == 2.0), 0.0, {t}m)).to(tl.float32)"),  # exact zeros, as C's
     # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
     "hypot": Steps((("ax", "tl.abs({0})"), ("ay", "tl.abs({1})"), ("mx", "tl.where({t}ax > {t}ay, {t}ax, {t}ay)"),
                     ("r", "tl.where({t}ax > {t}ay, {t}ay, {t}ax) / {t}mx")),
@@ -259,6 +277,7 @@ TARGET_MATH: dict[str, MathTable] = {
         **{op: f"libdevice.{op}({{0}})"
            for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc", "erfinv")},
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
+        "lgamma": "libdevice.lgamma({0})",
         "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",

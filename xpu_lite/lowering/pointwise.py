@@ -359,7 +359,7 @@ _FLOAT_UNARY = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt",
 for _op in _FLOAT_UNARY:
     _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _elementwise(_op, 1))
 # composed from exp/log/sqrt and fp32 bits under the interpreter, libdevice on a gpu (codegen/mathfns.py)
-for _op in ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "digamma"]:
+for _op in ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "digamma", "lgamma"]:
     _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _on_blocks(_op, 1))
 _reg((aten.atan2.default,), checker(FLOATS, ALL), _on_blocks("atan2", 2))
 _reg((aten.hypot.default,), checker(FLOATS, FLOATS), _on_blocks("hypot", 2))
