@@ -317,13 +317,14 @@ def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
 
 
 def test_digamma_is_eagers_float32_algorithm_on_gpu(captured) -> None:
-    """libdevice has no digamma: on a gpu it is eager's own float32 algorithm (Cephes' psi,
-    named lines), with libdevice's tan, and no float64 (Intel's consumer GPUs have none);
-    the interpreter's runs in float64."""
-    _run(torch.digamma, torch.randn(8, 16))
+    """libdevice has no digamma or trigamma: on a gpu they are eager's own float32
+    algorithms (Cephes' psi, named lines), with libdevice's tan and sin, and no float64
+    (Intel's consumer GPUs have none); the interpreter's run in float64."""
+    _run(lambda x: torch.digamma(x) + torch.polygamma(1, x), torch.randn(8, 16))
     (kernel,) = captured
     (source,) = kernel_sources(kernel, "gpu").values()
-    assert "libdevice.tan(" in source and "tl.float64" not in source and "tmp1_v10 = " in source, source
+    assert "libdevice.tan(" in source and "libdevice.sin(" in source and "tl.float64" not in source, source
+    assert "tmp1_v10 = " in source and "tmp2_v6 = " in source, source
     assert "tl.float64" in next(iter(kernel_sources(kernel, "interpreter").values()))
     _compile_for_cuda(captured)
 

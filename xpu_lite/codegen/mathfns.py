@@ -93,6 +93,22 @@ def _digamma(dtype: str, tan: str) -> Steps:
     return Steps(tuple(steps), result)
 
 
+def _trigamma(dtype: str, sin: str) -> Steps:
+    """polygamma(1, x) as eager's trigamma (ATen/native/Math.h) in `dtype`: for x < 0.5,
+    pi^2 / sin(pi x)^2 - trigamma(1 - x); six steps of the recurrence, then the asymptotic
+    series. `sin` formats {a}."""
+    steps = [("x", "{0}.to(" + dtype + ")"), ("refl", "{t}x < 0.5"),
+             ("s", sin.replace("{a}", "3.141592653589793 * {t}x")),
+             ("c0", "tl.where({t}refl, -9.869604401089358 / ({t}s * {t}s), 0.0)"),
+             ("v0", "tl.where({t}refl, 1.0 - {t}x, {t}x)")]
+    for i in range(6):
+        steps += [(f"c{i + 1}", f"{{t}}c{i} + 1.0 / ({{t}}v{i} * {{t}}v{i})"), (f"v{i + 1}", f"{{t}}v{i} + 1.0")]
+    steps += [("ixx", "1.0 / ({t}v6 * {t}v6)"),
+              ("m", "{t}c6 + (1.0 + 1.0 / (2.0 * {t}v6) + {t}ixx * (1.0 / 6.0 - {t}ixx * (1.0 / 30.0 - {t}ixx * (1.0 / 42.0))))"
+                    " / {t}v6")]
+    return Steps(tuple(steps), "tl.where({t}refl, -{t}m, {t}m).to(tl.float32)")
+
+
 # Lanczos' series for Gamma(z + 1) (g = 7, 9 terms), its sum part
 _LANCZOS = ("0.99999999999980993 + 676.5203681218851 / ({t}z + 1.0) - 1259.1392167224028 / ({t}z + 2.0)"
             " + 771.32342877765313 / ({t}z + 3.0) - 176.61502916214059 / ({t}z + 4.0)"
@@ -174,6 +190,7 @@ INTERPRETER_FUNCTIONS: MathTable = {
                     "tl.where({t}a > 1.0, float('nan'), tl.where({t}a == 1.0, " + _with_sign("float('inf')")
                     + ", {t}x2)).to(tl.float32)"),
     "digamma": _digamma("tl.float64", "tl.sin({a}) / tl.cos({a})"),  # rounded once, as eager's float64 one
+    "trigamma": _trigamma("tl.float64", "tl.sin({a})"),
     # lgamma in float64, rounded once: Lanczos' series (g = 7, 9 terms: 1e-15 relative) at
     # max(x, 1 - x), reflected for x < 0.5 through log(pi / |sin(pi r)|), r = x - round(x)
     # (exact); +inf at the poles (0, negative integers) and at ±inf, as C's lgamma; 0 at 1 and 2
@@ -279,6 +296,7 @@ TARGET_MATH: dict[str, MathTable] = {
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
         "lgamma": "libdevice.lgamma({0})",
         "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
+        "trigamma": _trigamma("tl.float32", "libdevice.sin({a})"),
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
     },

@@ -361,6 +361,14 @@ for _op in _FLOAT_UNARY:
 # composed from exp/log/sqrt and fp32 bits under the interpreter, libdevice on a gpu (codegen/mathfns.py)
 for _op in ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "digamma", "lgamma"]:
     _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _on_blocks(_op, 1))
+
+
+def _polygamma(b: Any, node: torch.fx.Node, n: int, x: Any) -> int:
+    return _on_blocks("digamma" if n == 0 else "trigamma", 1)(b, node, x)
+
+
+_reg((aten.polygamma.default,), checker(FLOATS, ALL, extra=(lambda node: node.args[0] in (0, 1), "n 0 or 1 (digamma, trigamma)")),
+     _polygamma)
 _reg((aten.atan2.default,), checker(FLOATS, ALL), _on_blocks("atan2", 2))
 _reg((aten.hypot.default,), checker(FLOATS, FLOATS), _on_blocks("hypot", 2))
 _reg((aten.copysign.Tensor, aten.copysign.Scalar), checker(FLOATS, ALL), _on_blocks("copysign", 2))
