@@ -165,3 +165,17 @@ def test_a_constant_tensor_of_the_graph_is_a_constant_not_a_fallback() -> None:
     result, sources = xpu_lite.run_and_get_code(torch.compile(f, backend="xpu_lite", mode="lite"), x)
     assert torch.equal(result, f(x))
     assert re.search(r"= torch\.ops\.aten\.lift_fresh_copy\.default\(_const\d+\)  # lift_fresh_copy", sources[0]), sources[0]
+
+
+def test_an_allocation_is_aten_by_design_even_under_strict() -> None:
+    """`torch.empty` has no values for a kernel to compute: aten allocates, by design (the
+    `aten kernel` reason, as matmul's), so strict=True does not raise on it."""
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty(x.shape[0], 3, device=x.device).fill_(2.0) + x
+
+    report = xpu_lite.explain(f, torch.randn(4, 3), dynamic=True)
+    reasons = _reasons(report.graphs[0])
+    assert reasons["aten.empty.memory_format"].startswith("aten kernel: an allocation"), reasons
+    compiled = torch.compile(f, backend="xpu_lite", options={"strict": True}, dynamic=True)
+    x = torch.randn(5, 3)
+    assert torch.equal(compiled(x), f(x))

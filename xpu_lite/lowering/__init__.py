@@ -14,5 +14,10 @@ LOWERINGS.decline(
     _aten.convolution_backward.default,
     why="matmul and convolution run aten's kernel (oneDNN, cuBLAS, cuDNN), as Inductor's extern kernels do",
 )
+LOWERINGS.decline(
+    _aten.empty.memory_format, _aten.empty_strided.default, _aten.empty_like.default, _aten.new_empty.default,
+    _aten.new_empty_strided.default,
+    why="an allocation: no values for a kernel to compute, aten allocates",
+)
 
 __all__ = ["Decision", "DecisionKind", "FallbackKind", "FallbackReason", "LoweringError", "partition", "LOWERINGS"]
