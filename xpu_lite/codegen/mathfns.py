@@ -26,6 +26,7 @@ _POW = ("tl.where(({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs(
         "tl.where(({0} < 0.0) & ({0} > float('-inf')) & (tl.floor({1}) != {1}), float('nan'), "
         "tl.where(" + _SIGNBIT + " & " + _ODD + ", -" + _MAGNITUDE + ", " + _MAGNITUDE + ")))")
 
+
 def _gelu_tanh(tanh: str) -> str:
     """gelu's tanh approximation around a tanh template."""
     return "0.5 * {0} * (1.0 + " + tanh.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")"
@@ -75,8 +76,8 @@ def _digamma(dtype: str, tan: str) -> Steps:
     the recurrence (eager's loop runs at most ten); then psi(10) exactly, or the asymptotic
     series. +-0 give -+inf, a negative integer (-inf too) NaN. `tan` formats {a}."""
     steps = [("x", "{0}.to(" + dtype + ")"), ("neg", "{t}x < 0.0"),
-             ("a", "3.141592653589793 * ({t}x - tl.where({t}neg, tl.ceil({t}x), tl.floor({t}x)))"),
-             ("refl", "tl.where({t}neg, 3.141592653589793 / (" + tan.replace("{a}", "{t}a") + "), 0.0)"),
+             ("a", _PI + " * ({t}x - tl.where({t}neg, tl.ceil({t}x), tl.floor({t}x)))"),
+             ("refl", "tl.where({t}neg, " + _PI + " / (" + tan.replace("{a}", "{t}a") + "), 0.0)"),
              ("v0", "tl.where({t}neg, 1.0 - {t}x, {t}x)"), ("c0", "tl.where({t}neg, 0.0, 0.0)")]
     for i in range(10):
         more = f"{{t}}v{i} < 10.0"
@@ -98,8 +99,8 @@ def _trigamma(dtype: str, sin: str) -> Steps:
     pi^2 / sin(pi x)^2 - trigamma(1 - x); six steps of the recurrence, then the asymptotic
     series. `sin` formats {a}."""
     steps = [("x", "{0}.to(" + dtype + ")"), ("refl", "{t}x < 0.5"),
-             ("s", sin.replace("{a}", "3.141592653589793 * {t}x")),
-             ("c0", "tl.where({t}refl, -9.869604401089358 / ({t}s * {t}s), 0.0)"),
+             ("s", sin.replace("{a}", _PI + " * {t}x")),
+             ("c0", "tl.where({t}refl, -9.869604401089358 / ({t}s * {t}s), 0.0)"),  # -pi^2
              ("v0", "tl.where({t}refl, 1.0 - {t}x, {t}x)")]
     for i in range(6):
         steps += [(f"c{i + 1}", f"{{t}}c{i} + 1.0 / ({{t}}v{i} * {{t}}v{i})"), (f"v{i + 1}", f"{{t}}v{i} + 1.0")]
@@ -200,8 +201,7 @@ INTERPRETER_FUNCTIONS: MathTable = {
                      ("w", "{t}z + 7.5"),
                      ("lg", "0.9189385332046727 + ({t}z + 0.5) * tl.log({t}w) - {t}w + tl.log({t}a)"),
                      ("r", "{t}x - tl.floor({t}x + 0.5)"),
-                     ("m", "tl.where({t}refl, tl.log(3.141592653589793 / tl.abs(tl.sin(3.141592653589793 * {t}r))) - {t}lg, "
-                           "{t}lg)")),
+                     ("m", "tl.where({t}refl, tl.log(" + _PI + " / tl.abs(tl.sin(" + _PI + " * {t}r))) - {t}lg, {t}lg)")),
                     "tl.where((tl.abs({0}) == float('inf')) | ({t}refl & ({t}r == 0.0)), float('inf'), "
                     "tl.where(({0} == 1.0) | ({0} == 2.0), 0.0, {t}m)).to(tl.float32)"),  # exact zeros, as C's
     # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
@@ -265,7 +265,7 @@ MATH: MathTable = {
     "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
     "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
     # NaN-ignoring max/min (C's fmax/fmin): NaN only where both are; of equal operands
-    # (-0.0 and 0.0) the first, as eager's cpu kernels give (the gpu column: libdevice's)
+    # (-0.0 and 0.0) the first, as eager's cpu kernels give (the gpu column: maxnum/minnum)
     "fmax": "tl.where({0} != {0}, {1}, tl.where({1} > {0}, {1}, {0}))",
     "fmin": "tl.where({0} != {0}, {1}, tl.where({1} < {0}, {1}, {0}))",
     # bits of fp32 operands (the lowering broadcasts a scalar): exact in every float dtype
@@ -292,9 +292,9 @@ TARGET_MATH: dict[str, MathTable] = {
         "gelu_tanh": _gelu_tanh("libdevice.tanh({0})"),
         # the C functions eager's gpu kernels call (asinf, atan2f, ...)
         **{op: f"libdevice.{op}({{0}})"
-           for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc", "erfinv")},
+           for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc", "erfinv",
+                      "lgamma")},
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
-        "lgamma": "libdevice.lgamma({0})",
         "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
         "trigamma": _trigamma("tl.float32", "libdevice.sin({a})"),
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0

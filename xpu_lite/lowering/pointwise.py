@@ -363,8 +363,11 @@ for _op in ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "
     _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _on_blocks(_op, 1))
 
 
+_POLYGAMMA = {0: _on_blocks("digamma", 1), 1: _on_blocks("trigamma", 1)}
+
+
 def _polygamma(b: Any, node: torch.fx.Node, n: int, x: Any) -> int:
-    return _on_blocks("digamma" if n == 0 else "trigamma", 1)(b, node, x)
+    return _POLYGAMMA[n](b, node, x)
 
 
 _reg((aten.polygamma.default,), checker(FLOATS, ALL, extra=(lambda node: node.args[0] in (0, 1), "n 0 or 1 (digamma, trigamma)")),
