@@ -329,6 +329,24 @@ def test_digamma_is_eagers_float32_algorithm_on_gpu(captured) -> None:
     _compile_for_cuda(captured)
 
 
+def test_bessel_functions_are_eagers_float32_series_on_gpu(captured) -> None:
+    """i0, i0e, i1 and i1e on a gpu: eager's cuda kernels' float32 Chebyshev series (i1e's
+    17 + 7 float coefficients), libdevice's exp, exp(x) beyond 8 as exp(x / 2) twice, no
+    float64; the interpreter's sum the double coefficients in float64."""
+    _run(lambda x: (torch.i0(x), torch.special.i0e(x), torch.special.i1(x), torch.special.i1e(x)), torch.randn(8, 16))
+    (kernel,) = captured
+    (source,) = kernel_sources(kernel, "gpu").values()
+    assert "tl.float64" not in source and "libdevice.exp(0.5 * " in source and "tl.sqrt_rn(" in source, source
+    for fn, (small, large) in {"i0": (30, 25), "special_i0e": (30, 25), "special_i1": (29, 25), "special_i1e": (17, 7)}.items():
+        value = re.search(rf"^\s*(tmp\d+) = .*# {fn}$", source, re.M)
+        assert value, (fn, source)
+        name = value.group(1)
+        assert f"{name}_a{small - 1} = " in source and f"{name}_a{small} = " not in source, (fn, source)
+        assert f"{name}_b{large - 1} = " in source and f"{name}_b{large} = " not in source, (fn, source)
+    assert "tl.float64" in next(iter(kernel_sources(kernel, "interpreter").values()))
+    _compile_for_cuda(captured)
+
+
 def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -> None:
     """Pooling windows (values and int64 indices, 2-D and 3-D) and their backward, repeat, setitem's
     copy, and batch norm's backward, whose SymFloat operand is an fp32 kernel argument."""

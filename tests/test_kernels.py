@@ -34,7 +34,8 @@ FLOAT_OPINFOS = [
     ("asin", ""), ("acos", ""), ("atan", ""), ("atan2", ""), ("asinh", ""), ("acosh", ""), ("atanh", ""), ("sinh", ""),
     ("cosh", ""), ("log10", ""), ("hypot", ""), ("copysign", ""), ("fmax", ""), ("fmin", ""), ("signbit", ""),
     ("isfinite", ""), ("logaddexp", ""), ("erfc", ""), ("erfinv", ""), ("digamma", ""), ("lgamma", ""), ("polygamma", "polygamma_n_0"),
-    ("polygamma", "polygamma_n_1"), ("round", "decimals_3"), ("round", "decimals_neg_3"),
+    ("polygamma", "polygamma_n_1"), ("i0", ""), ("special.i0e", ""), ("special.i1", ""),
+    ("special.i1e", ""), ("round", "decimals_3"), ("round", "decimals_neg_3"),
 ]
 INT_OPINFOS = [
     ("add", ""), ("sub", ""), ("mul", ""), ("neg", ""), ("abs", ""), ("maximum", ""), ("minimum", ""), ("eq", ""),
@@ -44,8 +45,9 @@ INT_OPINFOS = [
 ]
 LOW_PRECISION_TOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
 # eager's float32 kernels of these are far off near roots and poles (digamma by 2.6e7 ulps
-# near 1.46); the kernels compute in float64: against float64, no further than eager
-FLOAT64_REFERENCE = {"digamma", "polygamma", "lgamma"}
+# near 1.46; the Bessel functions' series by up to 14); the kernels compute in float64:
+# against float64, no further than eager
+FLOAT64_REFERENCE = {"digamma", "polygamma", "lgamma", "i0", "special.i0e", "special.i1", "special.i1e"}
 
 
 def _opinfo(name: str, variant: str):
@@ -607,7 +609,9 @@ SPECIAL_VALUE_OPS = {
     "elu": lambda x, y: F.elu(x),
     **{name: (lambda f: lambda x, y: f(x))(getattr(torch, name))
        for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "digamma", "lgamma")},
-    "trigamma": lambda x, y: torch.polygamma(1, x), "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
+    "trigamma": lambda x, y: torch.polygamma(1, x),
+    **{name: (lambda f: lambda x, y: f(x))(getattr(torch.special, name)) for name in ("i0", "i0e", "i1", "i1e")},
+    "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
 }
 # the sign of a zero result is C's/IEEE's for the others; eager's own cpu and gpu kernels
 # of these activations disagree on it
@@ -686,8 +690,11 @@ ULP_FUNCTIONS = {"asin": (-1.1, 1.1), "acos": (-1.1, 1.1), "atan": (-40.0, 40.0)
                  "acosh": (-2.0, 1e3), "atanh": (-1.1, 1.1), "sinh": (-95.0, 95.0), "cosh": (-95.0, 95.0),
                  "log10": (-1.0, 1e4), "atan2": (-40.0, 40.0), "hypot": (-40.0, 40.0), "erfc": (-6.0, 11.0),
                  "erfinv": (-1.1, 1.1), "digamma": (-40.0, 40.0), "lgamma": (-40.0, 40.0),
-                 "trigamma": (-40.0, 40.0)}
-ULP_CALLS = {"trigamma": lambda x: torch.polygamma(1, x)}  # the rest: torch.<name>
+                 "trigamma": (-40.0, 40.0), "i0": (-95.0, 95.0), "i0e": (-95.0, 95.0), "i1": (-95.0, 95.0),
+                 "i1e": (-95.0, 95.0)}
+# the rest: torch.<name>
+ULP_CALLS = {"trigamma": lambda x: torch.polygamma(1, x),
+             **{name: getattr(torch.special, name) for name in ("i0", "i0e", "i1", "i1e")}}
 # erfc's Numerical Recipes form is within 1.2e-7 relative in exact math; evaluated in float32
 # (its polynomial in t cancels) it reaches 7.3 ulps (libdevice's erfcf on a gpu: 4)
 ULP_BOUND = {"erfc": 8.0}

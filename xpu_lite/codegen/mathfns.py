@@ -110,6 +110,91 @@ def _trigamma(dtype: str, sin: str) -> Steps:
     return Steps(tuple(steps), "tl.where({t}refl, -{t}m, {t}m).to(tl.float32)")
 
 
+# Cephes' Chebyshev coefficients (ATen/native/Math.h), highest order first:
+# exp(-x) I0(x) over [0, 8] and exp(-x) sqrt(x) I0(x) over (8, inf); the same for I1
+# (exp(-x) I1(x) / x over [0, 8]). Eager's float kernels drop the first 12 and 18 of I1's.
+_I0E_A = (-4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
+          1.71539128555513303061e-15, -1.16853328779934516808e-14, 7.67618549860493561688e-14,
+          -4.85644678311192946090e-13, 2.95505266312963983461e-12, -1.72682629144155570723e-11,
+          9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-9,
+          -1.30002500998624804212e-8, 6.04699502254191894932e-8, -2.67079385394061173391e-7,
+          1.11738753912010371815e-6, -4.41673835845875056359e-6, 1.64484480707288970893e-5,
+          -5.75419501008210370398e-5, 1.88502885095841655729e-4, -5.76375574538582365885e-4,
+          1.63947561694133579842e-3, -4.32430999505057594430e-3, 1.05464603945949983183e-2,
+          -2.37374148058994688156e-2, 4.93052842396707084878e-2, -9.49010970480476444210e-2,
+          1.71620901522208775349e-1, -3.04682672343198398683e-1, 6.76795274409476084995e-1)
+_I0E_B = (-7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17,
+          3.46122286769746109310e-17, -2.82762398051658348494e-16, -3.42548561967721913462e-16,
+          1.77256013305652638360e-15, 3.81168066935262242075e-15, -9.55484669882830764870e-15,
+          -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
+          7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11,
+          -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
+          3.39623202570838634515e-9, 2.26666899049817806459e-8, 2.04891858946906374183e-7,
+          2.89137052083475648297e-6, 6.88975834691682398426e-5, 3.36911647825569408990e-3,
+          8.04490411014108831608e-1)
+_I1E_A = (2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
+          -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,
+          3.22379336594557470981e-13, -1.98397439776494371520e-12, 1.17361862988909016308e-11,
+          -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-9,
+          9.38153738649577178388e-9, -4.44505912879632808065e-8, 2.00329475355213526229e-7,
+          -8.56872026469545474066e-7, 3.47025130813767847674e-6, -1.32731636560394358279e-5,
+          4.78156510755005422638e-5, -1.61760815825896745588e-4, 5.12285956168575772895e-4,
+          -1.51357245063125314899e-3, 4.15642294431288815669e-3, -1.05640848946261981558e-2,
+          2.47264490306265168283e-2, -5.29459812080949914269e-2, 1.02643658689847095384e-1,
+          -1.76416518357834055153e-1, 2.52587186443633654823e-1)
+_I1E_B = (7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17,
+          -3.20952592199342395980e-17, 2.96262899764595013876e-16, 3.30820231092092828324e-16,
+          -1.88035477551078244854e-15, -3.81440307243700780478e-15, 1.04202769841288027642e-14,
+          4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
+          -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11,
+          3.25260358301548823856e-11, -1.89749581235054123450e-11, -5.58974346219658380687e-10,
+          -3.83538038596423702205e-9, -2.63146884688951950684e-8, -2.51223623787020892529e-7,
+          -3.88256480887769039346e-6, -1.10588938762623716291e-4, -9.76109749136146840777e-3,
+          7.78576235018280120474e-1)
+# each function's value from x = |input| and the two series' sums, {t}ca ([0, 8]) and {t}cb
+# (beyond), in eager's order of operations: (the [0, 8] form, the numerator over sqrt(x),
+# odd). i1 and i1e are odd: eager negates for x < 0, so -0.0 gives +0.0.
+_BESSEL = {"i0": ("{exp} * {t}ca", "{exp} * {t}cb", False), "i0e": ("{t}ca", "{t}cb", False),
+           "i1": ("{exp} * {t}x * {t}ca", "{exp} * {t}cb", True), "i1e": ("{t}ca * {t}x", "{t}cb", True)}
+
+
+def _plus(v: float) -> str:
+    """` + v` or ` - |v|` (the same sum in IEEE arithmetic)."""
+    return f" - {-v!r}" if v < 0 else f" + {v!r}"
+
+
+def _chbevl(name: str, at: str, coefficients: tuple[float, ...]) -> list[tuple[str, str]]:
+    """Cephes' chbevl (Clenshaw's recurrence, as eager's loop) at the local `at`: steps
+    {t}<name>1, {t}<name>2, ..., then {t}c<name>, the sum. The first coefficient is inlined
+    where eager reads b0 and b2: a literal held in a local would be an fp32 constant."""
+    c, b = coefficients, [f"{{t}}{name}{i}" for i in range(len(coefficients))]
+    steps = [(f"{name}1", f"{{t}}{at} * {c[0]!r}{_plus(c[1])}"),  # b2 is 0
+             (f"{name}2", f"{{t}}{at} * {b[1]}{_plus(-c[0])}{_plus(c[2])}")]
+    steps += [(f"{name}{i}", f"{{t}}{at} * {b[i - 1]} - {b[i - 2]}{_plus(c[i])}") for i in range(3, len(c))]
+    return steps + [("c" + name, f"0.5 * ({b[-1]} - {b[-3]})")]
+
+
+def _bessel(fn: str, dtype: str, small: tuple[float, ...], large: tuple[float, ...], gpu: bool = False) -> Steps:
+    """i0, i0e, i1 or i1e as eager's calc_<fn> (Cephes): the [0, 8] series in x / 2 - 2,
+    the other in 32 / x - 2, both summed, the value picked by x <= 8 (NaN: the second, NaN
+    too). In `dtype`, rounded to float32. `gpu` (float32): libdevice's exp and correctly
+    rounded division and square root, as eager's expf, `/` and sqrtf, with exp(x) beyond 8
+    as exp(x / 2) twice, after the division: no overflow below i0's own (eager's float32
+    kernels give inf from x = 88.7, i0 overflows at 91.9)."""
+    near, over, odd = _BESSEL[fn]
+    if gpu:
+        far = f"tl.div_rn({over}, tl.sqrt_rn({{t}}x))".replace("{exp}", "{t}e") + (" * {t}e" if "{exp}" in over else "")
+        exp, w = "libdevice.exp({t}x)", "tl.div_rn(32.0, {t}x) - 2.0"
+        half = [("e", "libdevice.exp(0.5 * {t}x)")] if "{exp}" in over else []
+    else:
+        far, exp, w, half = f"{over} / tl.sqrt({{t}}x)".replace("{exp}", "tl.exp({t}x)"), "tl.exp({t}x)", "32.0 / {t}x - 2.0", []
+    steps = [("x", "tl.abs({0}.to(" + dtype + "))"), ("y", "{t}x / 2.0 - 2.0"), ("w", w),  # x / 2: exact on both
+             *_chbevl("a", "y", small), *_chbevl("b", "w", large), *half,
+             ("m", f"tl.where({{t}}x <= 8.0, {near.replace('{exp}', exp)}, {far})")]
+    value = "tl.where({0} < 0.0, -{t}m, {t}m)" if odd else "{t}m"
+    return Steps(tuple(steps), value + ".to(tl.float32)")
+
+
 # Lanczos' series for Gamma(z + 1) (g = 7, 9 terms), its sum part
 _LANCZOS = ("0.99999999999980993 + 676.5203681218851 / ({t}z + 1.0) - 1259.1392167224028 / ({t}z + 2.0)"
             " + 771.32342877765313 / ({t}z + 3.0) - 176.61502916214059 / ({t}z + 4.0)"
@@ -192,6 +277,9 @@ INTERPRETER_FUNCTIONS: MathTable = {
                     + ", {t}x2)).to(tl.float32)"),
     "digamma": _digamma("tl.float64", "tl.sin({a}) / tl.cos({a})"),  # rounded once, as eager's float64 one
     "trigamma": _trigamma("tl.float64", "tl.sin({a})"),
+    # i0, i0e, i1, i1e: eager's Cephes series in float64, with the double coefficients
+    **{fn: _bessel(fn, "tl.float64", *((_I0E_A, _I0E_B) if fn.startswith("i0") else (_I1E_A, _I1E_B)))
+       for fn in _BESSEL},
     # lgamma in float64, rounded once: Lanczos' series (g = 7, 9 terms: 1e-15 relative) at
     # max(x, 1 - x), reflected for x < 0.5 through log(pi / |sin(pi r)|), r = x - round(x)
     # (exact); +inf at the poles (0, negative integers) and at ±inf, as C's lgamma; 0 at 1 and 2
@@ -297,6 +385,11 @@ TARGET_MATH: dict[str, MathTable] = {
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
         "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
         "trigamma": _trigamma("tl.float32", "libdevice.sin({a})"),
+        # eager's cuda kernels' float32 series (i1e's float coefficients, as its cpu ones)
+        "i0": _bessel("i0", "tl.float32", _I0E_A, _I0E_B, gpu=True),
+        "i0e": _bessel("i0e", "tl.float32", _I0E_A, _I0E_B, gpu=True),
+        "i1": _bessel("i1", "tl.float32", _I1E_A, _I1E_B, gpu=True),
+        "i1e": _bessel("i1e", "tl.float32", _I1E_A[12:], _I1E_B[18:], gpu=True),
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
     },

@@ -363,6 +363,12 @@ for _op in ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "
     _reg((getattr(aten, _op).default,), checker(FLOATS, ALL), _on_blocks(_op, 1))
 
 
+# modified Bessel functions of the first kind: Cephes' series (codegen/mathfns.py)
+for _target, _op in [(aten.i0.default, "i0"), (aten.special_i0e.default, "i0e"), (aten.special_i1.default, "i1"),
+                     (aten.special_i1e.default, "i1e")]:
+    _reg((_target,), checker(FLOATS, ALL), _on_blocks(_op, 1))
+
+
 _POLYGAMMA = {0: _on_blocks("digamma", 1), 1: _on_blocks("trigamma", 1)}
 
 
