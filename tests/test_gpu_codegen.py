@@ -165,10 +165,14 @@ def test_reduction_kernels_compile_for_cuda(case: str, captured) -> None:
 def test_scan_kernels_compile_for_cuda(captured) -> None:
     """cumsum and cumprod (tl.cumsum/tl.cumprod, after a per-row carry when looped), fused
     with a softmax, in float32, float16 (accumulated in float32), int64 and bool; cummax and
-    cummin (folds of an ordered kernel, RBLOCK 1) in bfloat16 and int32."""
+    cummin (folds of an ordered kernel, RBLOCK 1) in bfloat16 and int32; logcumsumexp's fold
+    (a float carry on a gpu: no float64) in float32 and float16."""
     x, m = torch.randn(4, 40), torch.randint(-5, 5, (4, 40))
     _run(lambda x, m: ((x.cumsum(-1) * x.softmax(-1)).cumprod(-1), x.half().cumsum(0), m.cumsum(-1), (m > 0).cumprod(0),
-                       torch.cummax(x.bfloat16(), -1), torch.cummin(m.int(), 0)), x, m)
+                       torch.cummax(x.bfloat16(), -1), torch.cummin(m.int(), 0), torch.logcumsumexp(x, 0),
+                       torch.logcumsumexp(x.half(), -1)), x, m)
+    gpu = [source for k in captured if k.ordered for source in kernel_sources(k, "gpu").values()]
+    assert any("lse" in source for source in gpu) and not any("tl.float64" in source for source in gpu), gpu
     assert any(isinstance(v, ir.Scan) for k in captured for v in k.values)
     assert any(k.ordered for k in captured)
     _compile_for_cuda(captured, index_spans=(0, 2**31))

@@ -28,7 +28,7 @@ REDUCTION_OPINFOS = [
     ("log_softmax", ""), ("nn.functional.layer_norm", ""), ("nn.functional.rms_norm", ""),
     ("nn.functional.group_norm", ""), ("nn.functional.cross_entropy", ""), ("nn.functional.nll_loss", ""),
     ("nn.functional.batch_norm", ""), ("nn.functional.instance_norm", ""), ("cumsum", ""), ("cumprod", ""),
-    ("cummax", ""), ("cummin", ""),
+    ("cummax", ""), ("cummin", ""), ("logcumsumexp", ""),
 ]
 TOLERANCE = {"var": 1e-4, "std": 1e-4, "var_mean": 1e-4, "nn.functional.group_norm": 1e-4, "nn.functional.layer_norm": 1e-4,
              "nn.functional.batch_norm": 1e-4, "nn.functional.instance_norm": 1e-4}
@@ -338,6 +338,7 @@ def test_scan_gradients_and_reasons() -> None:
 
 
 RUNNING_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+FLOAT_DTYPES = RUNNING_DTYPES[:3]
 
 
 @pytest.mark.parametrize("dtype", RUNNING_DTYPES, ids=[str(d).removeprefix("torch.") for d in RUNNING_DTYPES])
@@ -363,6 +364,58 @@ def test_running_max_and_min_are_bitwise_eager(device: str, dtype: torch.dtype) 
     assert xpu_lite.counters.forward_graphs == 1 and not any(r.fallbacks for r in reports)
     kernels = {d.kernel for d in reports[0].decisions if d.op in ("aten.cummax.default", "aten.cummin.default")}
     assert len(kernels) == 2 and all("in order, one element at a time" in k for k in kernels), kernels
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=[str(d).removeprefix("torch.") for d in FLOAT_DTYPES])
+def test_logcumsumexp_is_eagers_loop(device: str, dtype: torch.dtype) -> None:
+    """logcumsumexp folds each row one element at a time, in order, as eager's cpu loop:
+    log1p(exp(min - max)) + max from -inf, carried in a double under the interpreter
+    (eager's acc_type), the element itself where both are the same infinity, NaN from a
+    NaN; along the last dim, the first, and a transposed input. On cpu bitwise eager's; on
+    a gpu (a float carry, where eager's cuda kernel scans in parallel) within 4 ulps of
+    the row's largest magnitude of float64's."""
+    def fn(x):
+        return torch.logcumsumexp(x, -1), torch.logcumsumexp(x, 0) * 2, torch.logcumsumexp(x.t(), 1)
+
+    inf = float("inf")
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (5, 9, LOOPED_ROW):
+            x = torch.randn(4, length, device=device) * 6
+            x[0, :4] = torch.tensor([-inf, -inf, 1.0, inf])
+            x[1, :4] = torch.tensor([inf, -inf, inf, 2.0])
+            x[2, 3] = float("nan")
+            x = x.to(dtype)
+            actual = compiled(x)
+            if device == "cpu":  # a NaN's payload aside (eager's vectorized bfloat16 cast writes 0xFFFF, ours 0x7FC0)
+                for a, e in zip(actual, fn(x), strict=True):
+                    assert torch.equal(a.isnan(), e.isnan())
+                    assert_bitwise(a.nan_to_num(0.0, inf, -inf), e.nan_to_num(0.0, inf, -inf))
+            else:
+                for a, e, r in zip(actual, fn(x), fn(x.double()), strict=True):
+                    assert torch.equal(a.isnan(), e.isnan())
+                    _closer_than_eager(a, e, r, LOW_PRECISION_TOL.get(dtype, 4 * torch.finfo(dtype).eps))
+    assert xpu_lite.counters.forward_graphs == 1 and not any(r.fallbacks for r in reports), [r.fallbacks for r in reports]
+    kernels = {d.kernel for d in reports[0].decisions if d.op == "aten.logcumsumexp.default"}
+    assert kernels and all("in order, one element at a time" in k for k in kernels), kernels
+
+
+def test_logcumsumexp_gradients_are_kernels() -> None:
+    """Its backward (autograd's formula: logcumsumexp of the reversed, shifted gradients)
+    is kernels too, within float32 tolerance of eager's; a float64 input stays eager,
+    saying why."""
+    def fn(x):
+        return (torch.logcumsumexp(x, 1) * x.cos()).sum()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (5, 9):
+            x = (torch.randn(3, length) * 3).requires_grad_()
+            torch.testing.assert_close(torch.autograd.grad(compiled(x), x), torch.autograd.grad(fn(x), x), rtol=1e-5, atol=1e-5)
+    assert len(reports) == 2 and not any(r.fallbacks for r in reports), [r.fallbacks for r in reports]
+    report = xpu_lite.explain(lambda x: torch.logcumsumexp(x, 0), torch.randn(4, dtype=torch.float64))
+    (reason,) = [str(d.reason) for d in report.graphs[0].fallbacks if d.op == "aten.logcumsumexp.default"]
+    assert "float64" in reason, reason
 
 
 def test_running_max_gradients_and_reasons() -> None:

@@ -56,6 +56,11 @@ _SCAN: dict[str, dict[str, str]] = {
 }
 
 
+# logcumsumexp's carry: a double under the interpreter, as eager's cpu loop (its acc_type),
+# a float on a gpu, as eager's cuda scan (and Intel's consumer GPUs have no float64)
+_LOGADDEXP_CARRY = {"interpreter": "tl.float64", "gpu": "tl.float32"}
+
+
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
     """Both strategies' sources; an ordered kernel's looped one only (launched with RBLOCK 1)."""
     strategies = ("looped",) if kernel.ordered else ("persistent", "looped")
@@ -189,8 +194,9 @@ class _Source:
                 value = k.values[i]
                 if isinstance(value, ir.Scan):
                     dtype = k.values[value.arg].dtype if value.op in ir.FOLDS else value.dtype  # a fold carries the value
-                    self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, dtype)}, "
-                                  f"{TL_DTYPE[dtype]})", f"{value.node}: the chunks before")
+                    carried = _LOGADDEXP_CARRY[self.target] if value.op == "logaddexp" else TL_DTYPE[dtype]
+                    self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, dtype)}, {carried})",
+                                  f"{value.node}: the chunks before")
                     if value.op.startswith("arg"):
                         self.out.line(f"carry{i}_index = tl.full([XBLOCK, 1], 0, tl.int64)")
             out.line("for roffset in range(0, rnumel, RBLOCK):", f"pass {p + 1} of {loops} over the row")
@@ -263,6 +269,9 @@ class _Source:
         NaN, as eager's `isnan(x) || (!isnan(out) && x >= out)`."""
         value = self.k.values[i]
         assert isinstance(value, ir.Scan) and not self.persistent
+        if value.op == "logaddexp":
+            self._log_add_exp(i, name)
+            return
         x = self.names[value.arg]
         cmp = ">=" if value.op.removeprefix("arg") == "max" else "<="
         better = f"({x} {cmp} carry{i})"
@@ -275,6 +284,23 @@ class _Source:
         self.out.line(f"{name} = carry{i}{'_index' if value.op.startswith('arg') else ''}")
         self.names[i] = name
 
+    def _log_add_exp(self, i: int, name: str) -> None:
+        """logcumsumexp's fold, eager's _log_add_exp_helper(x, carry): with lo/hi the min/max
+        of the two (the carry where it is NaN, else std::min/max's choice, x for a NaN x),
+        log1p(exp(lo - hi)) + hi, or x itself where both are the same infinity."""
+        value = self.k.values[i]
+        assert isinstance(value, ir.Scan)
+        c, v = f"carry{i}", f"lse{i}"
+        self.out.line(f"{v}_x = {self.names[value.arg]}.to({_LOGADDEXP_CARRY[self.target]})", value.node)
+        self.out.line(f"{v}_lo = tl.where({c} != {c}, {c}, tl.where({c} < {v}_x, {c}, {v}_x))")
+        self.out.line(f"{v}_hi = tl.where({c} != {c}, {c}, tl.where({v}_x < {c}, {c}, {v}_x))")
+        self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"{v}_lo - {v}_hi"))
+        self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e") + f" + {v}_hi")
+        self.out.line(f"{c} = tl.where(mask, tl.where(({v}_lo != {v}_hi) | (tl.abs({v}_lo) < float('inf')), {v}_sum, "
+                      f"{v}_x), {c})")
+        self.out.line(f"{name} = {c}.to({TL_DTYPE[value.dtype]})")
+        self.names[i] = name
+
     # -- accumulators -------------------------------------------------------------------
     def _identity(self, op: str, dtype: torch.dtype) -> str:
         if op in ("sum", "any"):
@@ -282,7 +308,7 @@ class _Source:
         if op in ("prod", "all"):
             return "1"
         if dtype.is_floating_point:
-            return "float('-inf')" if op in ("max", "argmax") else "float('inf')"
+            return "float('-inf')" if op in ("max", "argmax", "logaddexp") else "float('inf')"
         info = torch.iinfo(dtype)
         return str(info.min if op in ("max", "argmax") else info.max)
 
@@ -356,3 +382,9 @@ class _Source:
         value = self.names[store.value]
         self.out.line(f"tl.store({store.buffer} + ({index}), {stored_value(value, buf.dtype, self.target)}, "
                       f"mask={'mask' if element else 'xmask'})")
+
+
+def _unary(entry: object, operand: str) -> str:
+    """A one-expression math table entry applied to `operand` (an expression)."""
+    assert isinstance(entry, str), entry
+    return entry.replace("{0}", f"({operand})")

@@ -118,8 +118,8 @@ class Reduce:
     node: str
 
 
-SCANS = ("sum", "prod", "max", "min", "argmax", "argmin")
-FOLDS = ("max", "min", "argmax", "argmin")  # scans an ordered kernel folds one element at a time
+SCANS = ("sum", "prod", "max", "min", "argmax", "argmin", "logaddexp")
+FOLDS = ("max", "min", "argmax", "argmin", "logaddexp")  # scans an ordered kernel folds one element at a time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +128,8 @@ class Scan:
     to this one (inclusive, in rindex order; cumsum, cumprod). The FOLDS are cummax/cummin's,
     as eager's loop computes them, in ordered kernels only: the running max/min, which an
     element at least as large/small, or a NaN, replaces (a NaN stays until the next NaN);
-    and arg*, the rindex of the element it holds (the latest of equal ones)."""
+    and arg*, the rindex of the element it holds (the latest of equal ones); and logaddexp,
+    logcumsumexp's running log(exp(carry) + exp(x)) from -inf."""
 
     op: str  # one of SCANS
     arg: int

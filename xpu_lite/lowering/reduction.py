@@ -190,6 +190,14 @@ def _running_extreme(op: str) -> Callable[..., tuple[int, int]]:
     return rule
 
 
+def _logcumsumexp(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    """logcumsumexp: eager's cpu loop, one element at a time in order (codegen/reduction.py
+    folds it), carried in a double under the interpreter, in float on a gpu."""
+    b.in_order()
+    cdt = ir.compute_dtype(node.meta["val"].dtype)
+    return b.scan("logaddexp", _arg(b, x, cdt, node), node, cdt)
+
+
 def scanned_dim(node: torch.fx.Node) -> tuple[int, ...]:
     """A scan's one dim, as the reductions' dims (fusion builds the kernel's space from it)."""
     dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
@@ -220,3 +228,4 @@ LOWERINGS.register(aten.cumsum.default, checker=_checker(ALL, ("dtype",), CONVER
 LOWERINGS.register(aten.cumprod.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("prod"))
 LOWERINGS.register(aten.cummax.default, checker=_checker(NUMERIC), reduces=scanned_dim)(_running_extreme("max"))
 LOWERINGS.register(aten.cummin.default, checker=_checker(NUMERIC), reduces=scanned_dim)(_running_extreme("min"))
+LOWERINGS.register(aten.logcumsumexp.default, checker=_checker(FLOATS), reduces=scanned_dim)(_logcumsumexp)
