@@ -387,10 +387,8 @@ def test_logcumsumexp_is_eagers_loop(device: str, dtype: torch.dtype) -> None:
             x[2, 3] = float("nan")
             x = x.to(dtype)
             actual = compiled(x)
-            if device == "cpu":  # a NaN's payload aside (eager's vectorized bfloat16 cast writes 0xFFFF, ours 0x7FC0)
-                for a, e in zip(actual, fn(x), strict=True):
-                    assert torch.equal(a.isnan(), e.isnan())
-                    assert_bitwise(a.nan_to_num(0.0, inf, -inf), e.nan_to_num(0.0, inf, -inf))
+            if device == "cpu":
+                _bitwise_nan_payloads_aside(actual, fn(x))
             else:
                 for a, e, r in zip(actual, fn(x), fn(x.double()), strict=True):
                     assert torch.equal(a.isnan(), e.isnan())
@@ -416,6 +414,47 @@ def test_logcumsumexp_gradients_are_kernels() -> None:
     report = xpu_lite.explain(lambda x: torch.logcumsumexp(x, 0), torch.randn(4, dtype=torch.float64))
     (reason,) = [str(d.reason) for d in report.graphs[0].fallbacks if d.op == "aten.logcumsumexp.default"]
     assert "float64" in reason, reason
+
+
+def _bitwise_nan_payloads_aside(actual, expected) -> None:
+    """Bitwise, but a NaN's payload (eager's vectorized casts to float16/bfloat16 write
+    0x7FFF/0xFFFF where the kernels write the input's or the quiet NaN): NaN where eager's."""
+    for a, e in zip(actual, expected, strict=True):
+        assert torch.equal(a.isnan(), e.isnan()) if a.is_floating_point() else True
+        inf = float("inf")
+        assert_bitwise(a.nan_to_num(0.0, inf, -inf) if a.is_floating_point() else a,
+                       e.nan_to_num(0.0, inf, -inf) if e.is_floating_point() else e)
+
+
+ZERO_DIM_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", ZERO_DIM_DTYPES, ids=[str(d).removeprefix("torch.") for d in ZERO_DIM_DTYPES])
+def test_reductions_of_a_0_dim_input_are_pointwise(device: str, dtype: torch.dtype) -> None:
+    """A 0-dim input has one element: sum, prod (int64 for integers and bools), mean, amax,
+    max/min with and without dim, argmax, any/all, the scans and logcumsumexp are its value
+    in the result's dtype, or index 0: computed inline in one kernel with the 0-dim
+    arithmetic around them, bitwise eager's (NaN and infinities too). var/std of one
+    element stay eager, saying why."""
+    def fn(x):
+        values = [x.sum(), x.sum(0, keepdim=True), x.prod(), x.any(), x.all(), torch.cumsum(x, 0)]
+        if dtype != torch.bool:  # bool extremes stay eager, 0-dim or not (eager has no bool argmax)
+            values += [x.amax(), x.amin(0), *x.max(0), *torch.min(x, -1), x.argmax(), x.argmin(0), *torch.cummax(x, 0)]
+        if dtype.is_floating_point:
+            values += [x.mean(), x.mean(0, keepdim=True) * 2, torch.cumprod(x, 0) + 1, torch.logcumsumexp(x, 0)]
+        return values
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    cases = [2.5, float("nan"), float("-inf"), 0.0] if dtype.is_floating_point else [3, 0, -7] if dtype != torch.bool else [True, False]
+    with capture() as reports:
+        for value in cases:
+            x = torch.tensor(value, dtype=dtype, device=device)
+            _bitwise_nan_payloads_aside(compiled(x), fn(x))
+    assert not any(r.fallbacks for r in reports), [r.fallbacks for r in reports]
+    assert xpu_lite.counters.kernels_compiled == 1, xpu_lite.counters
+    report = xpu_lite.explain(lambda x: (torch.var(x, correction=0), x.std(correction=0)), torch.tensor(1.5))
+    reasons = [(d.op, str(d.reason)) for d in report.graphs[0].fallbacks]  # std: the sqrt of a var
+    assert len(reasons) == 2 and all(op == "aten.var.correction" and "a 0-dim input" in r for op, r in reasons), reasons
 
 
 def test_running_max_gradients_and_reasons() -> None:

@@ -9,7 +9,9 @@ first index of the extreme value (NaN counting as the max and the min); variance
 passes (mean, then the sum of squared deviations) divided by max(n - correction, 0), so
 n <= correction gives inf or NaN as in eager. Empty rows give the identity (sum 0, prod 1,
 any False, all True, mean and var NaN); max/min/arg* of an empty row raise, as in eager,
-from the wrapper. Softmax, log_softmax, layer_norm, group_norm, logsumexp and the losses
+from the wrapper. A 0-dim input has one element and nothing to reduce: those ops are
+pointwise there (the value in the result's dtype, index 0), computed inline with their
+0-dim neighbours; var/std of one element stay eager. Softmax, log_softmax, layer_norm, group_norm, logsumexp and the losses
 reach these rules through the decomposition policy.
 """
 from __future__ import annotations
@@ -38,8 +40,16 @@ def _dims_arg(node: torch.fx.Node) -> Any:
     return node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
 
 
-def reduced_dims(node: torch.fx.Node) -> tuple[int, ...]:
+def _zero_dim(node: torch.fx.Node) -> bool:
+    """A 0-dim input: one element, nothing to reduce (the rules compute it pointwise)."""
+    return node.args[0].meta["val"].dim() == 0
+
+
+def reduced_dims(node: torch.fx.Node) -> tuple[int, ...] | None:
+    """The dims of the input the node reduces; None for a 0-dim input (pointwise)."""
     rank = node.args[0].meta["val"].dim()
+    if rank == 0:
+        return None
     dims = _dims_arg(node)
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return tuple(range(rank))
@@ -61,11 +71,11 @@ CONVERTS_EXACTLY: DtypeRule = (
 
 
 def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = (),
-             dtype_rule: DtypeRule = WIDENS_A_FLOAT,
+             dtype_rule: DtypeRule = WIDENS_A_FLOAT, zero_dim: bool = True,
              ) -> Callable[[torch.fx.Node], str | None]:
-    """A tensor input of rank >= 1 in `inputs`, every result a supported dtype, nothing
-    statically empty, keyword arguments only those named (and dtype only where `dtype_rule` says).
-    Returns why not, or None."""
+    """A tensor input in `inputs` (of rank >= 1 unless `zero_dim`), every result a supported
+    dtype, nothing statically empty, keyword arguments only those named (and dtype only where
+    `dtype_rule` says). Returns why not, or None."""
 
     def check(node: torch.fx.Node) -> str | None:
         x = node.args[0]
@@ -73,8 +83,8 @@ def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = (),
             return "its input is not a graph node"
         if (why := _tensor_rejection(x.meta.get("val"), inputs, "input")) is not None:
             return why
-        if x.meta["val"].dim() == 0:
-            return "a 0-dim input: nothing to reduce"
+        if x.meta["val"].dim() == 0 and not zero_dim:
+            return "a 0-dim input: the statistic of one element (eager's rules for it)"
         results = node.meta.get("val")
         results = results if isinstance(results, (tuple, list)) else (results,)
         for r in results:
@@ -99,12 +109,20 @@ def _accumulate(op: str) -> Callable[..., int]:
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
         cdt = ir.compute_dtype(node.meta["val"].dtype)
-        return b.reduce(op, _arg(b, x, cdt, node), node, cdt)
+        value = _arg(b, x, cdt, node)
+        return value if _zero_dim(node) else b.reduce(op, value, node, cdt)
 
     return rule
 
 
+def _first_index(b: Any, node: torch.fx.Node) -> int:
+    """Index 0 (of a 0-dim input's one element), as a block of lanes."""
+    return b.compute("broadcast", (b.constant(0, torch.int64),), node, torch.int64)
+
+
 def _mean(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
+    if _zero_dim(node):
+        return _arg(b, x, torch.float32, node)  # x / 1
     total = b.reduce("sum", _arg(b, x, torch.float32, node), node, torch.float32)
     return b.compute("truediv", (total, b.cast(b.rnumel(), torch.float32, node)), node, torch.float32)
 
@@ -113,7 +131,7 @@ def _extreme(op: str) -> Callable[..., int]:
     """amax / amin / max / min without indices."""
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-        return b.reduce(op, int(x), node, b.dtype(int(x)))
+        return int(x) if _zero_dim(node) else b.reduce(op, int(x), node, b.dtype(int(x)))
 
     return rule
 
@@ -122,6 +140,8 @@ def _with_index(op: str) -> Callable[..., tuple[int, int]]:
     """max.dim / min.dim: (values, indices)."""
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int]:
+        if _zero_dim(node):
+            return int(x), _first_index(b, node)
         return b.reduce(op, int(x), node, b.dtype(int(x))), b.reduce(f"arg{op}", int(x), node, torch.int64)
 
     return rule
@@ -129,14 +149,15 @@ def _with_index(op: str) -> Callable[..., tuple[int, int]]:
 
 def _arg_extreme(op: str) -> Callable[..., int]:
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-        return b.reduce(op, int(x), node, torch.int64)
+        return _first_index(b, node) if _zero_dim(node) else b.reduce(op, int(x), node, torch.int64)
 
     return rule
 
 
 def _boolean(op: str) -> Callable[..., int]:
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-        result = b.reduce(op, _arg(b, x, torch.bool, node), node, torch.bool)
+        truth = _arg(b, x, torch.bool, node)
+        result = truth if _zero_dim(node) else b.reduce(op, truth, node, torch.bool)
         return b.cast(result, ir.compute_dtype(node.meta["val"].dtype), node)
 
     return rule
@@ -174,7 +195,8 @@ def _scan(op: str) -> Callable[..., int]:
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
         cdt = ir.compute_dtype(node.meta["val"].dtype)
-        return b.scan(op, _arg(b, x, cdt, node), node, cdt)
+        value = _arg(b, x, cdt, node)
+        return value if _zero_dim(node) else b.scan(op, value, node, cdt)
 
     return rule
 
@@ -184,6 +206,8 @@ def _running_extreme(op: str) -> Callable[..., tuple[int, int]]:
     loop: ties take the later index, a NaN stays until the next NaN)."""
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int]:
+        if _zero_dim(node):
+            return int(x), _first_index(b, node)
         b.in_order()
         return b.scan(op, int(x), node, b.dtype(int(x))), b.scan(f"arg{op}", int(x), node, torch.int64)
 
@@ -193,15 +217,22 @@ def _running_extreme(op: str) -> Callable[..., tuple[int, int]]:
 def _logcumsumexp(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
     """logcumsumexp: eager's cpu loop, one element at a time in order (codegen/reduction.py
     folds it), carried in a double under the interpreter, in float on a gpu."""
-    b.in_order()
     cdt = ir.compute_dtype(node.meta["val"].dtype)
-    return b.scan("logaddexp", _arg(b, x, cdt, node), node, cdt)
+    value = _arg(b, x, cdt, node)
+    if _zero_dim(node):
+        return value  # log(exp(-inf) + exp(x)), eager's helper: x itself
+    b.in_order()
+    return b.scan("logaddexp", value, node, cdt)
 
 
-def scanned_dim(node: torch.fx.Node) -> tuple[int, ...]:
-    """A scan's one dim, as the reductions' dims (fusion builds the kernel's space from it)."""
+def scanned_dim(node: torch.fx.Node) -> tuple[int, ...] | None:
+    """A scan's one dim, as the reductions' dims (fusion builds the kernel's space from it);
+    None for a 0-dim input (pointwise)."""
+    rank = node.args[0].meta["val"].dim()
+    if rank == 0:
+        return None
     dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
-    return (dim % node.args[0].meta["val"].dim(),)
+    return (dim % rank,)
 
 
 # -- the table ----------------------------------------------------------------------
@@ -220,9 +251,9 @@ _reg((aten.argmax.default,), _checker(NUMERIC), _arg_extreme("argmax"))
 _reg((aten.argmin.default,), _checker(NUMERIC), _arg_extreme("argmin"))
 _reg((aten.any.default, aten.any.dim, aten.any.dims), _checker(ALL), _boolean("any"))
 _reg((aten.all.default, aten.all.dim, aten.all.dims), _checker(ALL), _boolean("all"))
-_reg((aten.var.correction,), _checker(FLOATS, ("correction",)), _var)
-_reg((aten.std.correction,), _checker(FLOATS, ("correction",)), _std)
-_reg((aten.var_mean.correction,), _checker(FLOATS, ("correction",)), _var_mean)
+_reg((aten.var.correction,), _checker(FLOATS, ("correction",), zero_dim=False), _var)
+_reg((aten.std.correction,), _checker(FLOATS, ("correction",), zero_dim=False), _std)
+_reg((aten.var_mean.correction,), _checker(FLOATS, ("correction",), zero_dim=False), _var_mean)
 # scans: a result per element, computed along the scanned dim as a reduction walks its row
 LOWERINGS.register(aten.cumsum.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("sum"))
 LOWERINGS.register(aten.cumprod.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("prod"))

@@ -22,8 +22,9 @@ Checker = Callable[[torch.fx.Node], str | None]
 class Lowering:
     checker: Checker
     rule: Callable[..., Any]
-    # reductions: node -> the dims of its first argument it reduces (None for pointwise ops)
-    reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None
+    # reductions: node -> the dims of its first argument it reduces (None for pointwise ops;
+    # the function returns None where the node is pointwise: a 0-dim input)
+    reduces: Callable[[torch.fx.Node], tuple[int, ...] | None] | None = None
     # argument positions whose tensors the rule loads itself, at positions it computes from
     # the element's own (cat, pad): fusion hands it those nodes, not values loaded for it
     gathers: tuple[int, ...] = ()
@@ -51,7 +52,7 @@ class LoweringRegistry:
             self._declined[op] = why
 
     def register(
-        self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...]] | None = None,
+        self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...] | None] | None = None,
         gathers: tuple[int, ...] = (), coordinates: bool = False, unread: tuple[int, ...] = (),
         scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
         space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None,
