@@ -35,18 +35,19 @@ FLOAT_OPINFOS = [
     ("cosh", ""), ("log10", ""), ("hypot", ""), ("copysign", ""), ("fmax", ""), ("fmin", ""), ("signbit", ""),
     ("isfinite", ""), ("logaddexp", ""), ("erfc", ""), ("erfinv", ""), ("digamma", ""), ("lgamma", ""), ("polygamma", "polygamma_n_0"),
     ("polygamma", "polygamma_n_1"), ("i0", ""), ("special.i0e", ""), ("special.i1", ""),
-    ("special.i1e", ""), ("round", "decimals_3"), ("round", "decimals_neg_3"),
+    ("special.i1e", ""), ("angle", ""), ("nextafter", ""), ("round", "decimals_3"), ("round", "decimals_neg_3"),
 ]
 INT_OPINFOS = [
     ("add", ""), ("sub", ""), ("mul", ""), ("neg", ""), ("abs", ""), ("maximum", ""), ("minimum", ""), ("eq", ""),
     ("lt", ""), ("ge", ""), ("bitwise_and", ""), ("bitwise_or", ""), ("bitwise_xor", ""), ("bitwise_not", ""),
     ("logical_or", ""), ("logical_xor", ""), ("where", ""), ("clamp", ""), ("sign", ""), ("fmax", ""), ("fmin", ""),
-    ("signbit", ""), ("copysign", ""), ("atan2", ""),
+    ("signbit", ""), ("copysign", ""), ("atan2", ""), ("angle", ""),
 ]
 LOW_PRECISION_TOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
 # eager's float32 kernels of these are far off near roots and poles (digamma by 2.6e7 ulps
 # near 1.46; the Bessel functions' series by up to 14); the kernels compute in float64:
 # against float64, no further than eager
+FLOAT32_ONLY = {"nextafter"}
 FLOAT64_REFERENCE = {"digamma", "polygamma", "lgamma", "i0", "special.i0e", "special.i1", "special.i1e"}
 
 
@@ -128,6 +129,8 @@ def test_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch
     op = _opinfo(name, variant)
     if dtype not in op.supported_dtypes(device):
         pytest.skip(f"{name} does not support {dtype} in eager on {device}")
+    if name in FLOAT32_ONLY:
+        pytest.skip(f"{name}: float32 only (eager steps {dtype} in its own precision; explain says so)")
 
     def check(out, fn, s):
         eager = fn(s.input, *s.args)
@@ -609,7 +612,7 @@ SPECIAL_VALUE_OPS = {
     "elu": lambda x, y: F.elu(x),
     **{name: (lambda f: lambda x, y: f(x))(getattr(torch, name))
        for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "digamma", "lgamma")},
-    "trigamma": lambda x, y: torch.polygamma(1, x),
+    "trigamma": lambda x, y: torch.polygamma(1, x), "angle": lambda x, y: torch.angle(x),
     **{name: (lambda f: lambda x, y: f(x))(getattr(torch.special, name)) for name in ("i0", "i0e", "i1", "i1e")},
     "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
 }
@@ -640,6 +643,26 @@ def test_special_values_match_eager(device: str, name: str) -> None:
     zeros = expected == 0
     if name not in ZERO_SIGN_UNSPECIFIED:
         assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit()), "signed zeros"
+
+
+def test_nextafter_is_bitwise_c(device: str) -> None:
+    """nextafter over every pair of ±0, ±1, ±tiny, ±the smallest subnormal, ±max, ±inf, NaN
+    and ordinary values, and on random ones: eager's bits (C's nextafterf): a zero steps to
+    the smallest subnormal with y's sign, -0.0 toward 0.0 is 0.0, the largest to inf, inf
+    back to the largest. float16 stays eager, saying why."""
+    f32 = torch.finfo(torch.float32)
+    values = [0.0, -0.0, 1.0, -1.0, f32.tiny, -f32.tiny, 1e-45, -1e-45, f32.max, -f32.max, float("inf"),
+              float("-inf"), float("nan"), 2.5, -3.0]
+    x = torch.tensor([a for a in values for _ in values], device=device)
+    y = torch.tensor([b for _ in values for b in values], device=device)
+    compiled = torch.compile(torch.nextafter, backend="xpu_lite", dynamic=True)
+    assert_bitwise(compiled(x, y), torch.nextafter(x, y))
+    r = torch.randn(1000, device=device) * 100
+    assert_bitwise(compiled(r, r.flip(0)), torch.nextafter(r, r.flip(0)))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1
+    report = xpu_lite.explain(torch.nextafter, x.half(), y.half())
+    (reason,) = [str(d.reason) for d in report.graphs[0].fallbacks]
+    assert "a float16 result" in reason, reason
 
 
 def test_composed_math_inside_reductions_and_scans(device: str) -> None:

@@ -292,6 +292,14 @@ INTERPRETER_FUNCTIONS: MathTable = {
                      ("m", "tl.where({t}refl, tl.log(" + _PI + " / tl.abs(tl.sin(" + _PI + " * {t}r))) - {t}lg, {t}lg)")),
                     "tl.where((tl.abs({0}) == float('inf')) | ({t}refl & ({t}r == 0.0)), float('inf'), "
                     "tl.where(({0} == 1.0) | ({0} == 2.0), 0.0, {t}m)).to(tl.float32)"),  # exact zeros, as C's
+    # C's nextafter from the fp32 bits: NaN from either, y where x == y (so -0.0 toward 0.0 is
+    # 0.0), the smallest subnormal with y's sign from a zero, else one step of x's bits
+    # toward y (up in magnitude where y is beyond x on x's side of 0; inf from the largest)
+    "nextafter": Steps((("bits", "{0}.to(tl.int32, bitcast=True)"),
+                        ("step", "tl.where(({0} < {1}) == ({0} > 0.0), {t}bits + 1, {t}bits - 1).to(tl.float32, bitcast=True)"),
+                        ("tiny", "(({1}.to(tl.int32, bitcast=True) & -2147483648) | 1).to(tl.float32, bitcast=True)")),
+                       "tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, tl.where({0} == {1}, {1}, "
+                       "tl.where({0} == 0.0, {t}tiny, {t}step)))"),
     # C's hypot: inf if either is infinite (a NaN beside it too), else NaN from either
     "hypot": Steps((("ax", "tl.abs({0})"), ("ay", "tl.abs({1})"), ("mx", "tl.where({t}ax > {t}ay, {t}ax, {t}ay)"),
                     ("r", "tl.where({t}ax > {t}ay, {t}ay, {t}ax) / {t}mx")),
@@ -360,6 +368,8 @@ MATH: MathTable = {
     "copysign": "(({0}.to(tl.int32, bitcast=True) & 2147483647) | ({1}.to(tl.int32, bitcast=True) & -2147483648))"
                 ".to(tl.float32, bitcast=True)",
     "signbit": _SIGNBIT,
+    # the argument of a real number, as eager's angle_impl: NaN stays, pi below 0 (-0.0: 0)
+    "angle": "tl.where({0} != {0}, {0}, tl.where({0} < 0.0, " + _PI + ", 0.0))",
     **INTERPRETER_FUNCTIONS,
 }
 # xpu/cuda: Triton's `/` and tl.sqrt compile to approximate instructions (div.full.f32,

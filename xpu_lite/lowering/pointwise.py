@@ -379,6 +379,9 @@ def _polygamma(b: Any, node: torch.fx.Node, n: int, x: Any) -> int:
 _reg((aten.polygamma.default,), checker(FLOATS, ALL, extra=(lambda node: node.args[0] in (0, 1), "n 0 or 1 (digamma, trigamma)")),
      _polygamma)
 _reg((aten.atan2.default,), checker(FLOATS, ALL), _on_blocks("atan2", 2))
+_reg((aten.angle.default,), checker(FLOATS, ALL), _elementwise("angle", 1))
+# float32 only: eager steps a float16/bfloat16 in its own precision, which fp32 compute has not
+_reg((aten.nextafter.default,), checker((torch.float32,), (torch.float32,)), _on_blocks("nextafter", 2))
 _reg((aten.hypot.default,), checker(FLOATS, FLOATS), _on_blocks("hypot", 2))
 _reg((aten.copysign.Tensor, aten.copysign.Scalar), checker(FLOATS, ALL), _on_blocks("copysign", 2))
 _reg((aten.signbit.default,), checker((torch.bool,), NUMERIC), _on_blocks("signbit", 1, torch.float32))
