@@ -351,6 +351,15 @@ def test_bessel_functions_are_eagers_float32_series_on_gpu(captured) -> None:
     _compile_for_cuda(captured)
 
 
+def test_host_scalar_arguments_compile_for_cuda(captured) -> None:
+    """A 0-dim host float tensor read by value (a float32 argument, ir.Buffer.by_value) in a
+    pointwise, a reduction and a tiled kernel, in float32 and bfloat16."""
+    s = torch.tensor(0.5)
+    _run(lambda x, s: (x * s, (x * s).amax(-1), x.t().contiguous() * s, x.bfloat16() * s.bfloat16()), torch.randn(6, 40), s)
+    assert len(captured) >= 3 and all(any(b.by_value for b in k.inputs) for k in captured), [k.inputs for k in captured]
+    _compile_for_cuda(captured)
+
+
 def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -> None:
     """Pooling windows (values and int64 indices, 2-D and 3-D) and their backward, repeat, setitem's
     copy, and batch norm's backward, whose SymFloat operand is an fp32 kernel argument."""

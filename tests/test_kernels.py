@@ -783,6 +783,33 @@ def test_cpu_zero_dim_tensors_beside_device_kernels(device: str) -> None:
     assert xpu_lite.counters.kernels_compiled >= 1
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_host_scalars_are_kernel_arguments_by_value(device: str, dtype: torch.dtype) -> None:
+    """A 0-dim float tensor in host memory (a user's `torch.tensor(2.5)`; the float32 eps a
+    tensorified Python float becomes under dynamic=True) is passed to the kernels that read
+    it by value, `s.item()` as a float32 argument: no copy to the device and no sync there;
+    exact for float32/float16/bfloat16, so the results are eager's bits, in a pointwise
+    kernel, a reduction's rows and a tiled (transposing) kernel; one compilation for new
+    values. A 0-dim int64 host tensor is still a pointer (copied to a gpu)."""
+    def fn(x, s, n):
+        return x * s, (x * s).amax(-1), x.t().contiguous() * s, x * n
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for rows, value in ((5, 2.5), (9, -0.375)):
+            x = torch.randn(rows, 33, device=device).to(dtype)
+            s, n = torch.tensor(value, dtype=dtype), torch.tensor(3)
+            for a, e in zip(compiled(x, s, n), fn(x, s, n), strict=True):
+                assert_bitwise(a, e)
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    source = reports[0].source
+    values = re.findall(r"(\w+)\.item\(\)", source)  # s, read by a reduction and a tiled kernel; n is a pointer
+    assert len(values) == 2 and len(set(values)) == 1 and not any(".to(torch.device" in line for line in source.splitlines()), source
+    assert any(re.search(r"tl\.full\(\[XBLOCK, 1\], in_val\d, tl\.float32\)", k) for k in reports[0].kernels)
+    assert any(re.search(r"tl\.full\(\[YBLOCK, XBLOCK\], in_val\d, tl\.float32\)", k) for k in reports[0].kernels)
+    assert not any(re.search(r"tl\.load\(in_val", k) for k in reports[0].kernels)
+
+
 def test_a_result_on_another_device_is_not_lowered() -> None:
     """The decision itself, on cpu: a graph's tensors judged for kernels running elsewhere."""
     from xpu_lite.config import parse_config

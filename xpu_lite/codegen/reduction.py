@@ -28,8 +28,8 @@ import torch
 from ..lowering import ir
 from .emitter import Emitter
 from .printer import pexpr
-from .triton import (TARGET_IMPORTS, TL_DTYPE, comment, lane_index, math_table, parameters, scalar_or_compute, stored_value,
-                     used_values)
+from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, by_value_buffers, comment, lane_index, math_table, parameters,
+                     scalar_or_compute, stored_value, used_values)
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
@@ -72,6 +72,7 @@ class _Source:
         self.k, self.target, self.persistent = kernel, target, persistent
         self.table = math_table(target)
         self.used = used_values(kernel)
+        self.by_value = by_value_buffers(kernel)
         self.level: list[int] = []
         self.phase: list[int] = []
         for value in kernel.values:
@@ -224,7 +225,10 @@ class _Source:
 
     def _emit(self, i: int, name: str) -> None:
         value = self.k.values[i]
-        if isinstance(value, ir.Load):
+        if isinstance(value, ir.Load) and value.buffer in self.by_value:
+            assert self.level[i] == _ROW, value  # a 0-dim tensor's one element, the same in every row
+            text = argument_block(value, "[XBLOCK, 1]")
+        elif isinstance(value, ir.Load):
             index = lane_index(value.index, (ir.XINDEX,))
             mask = "mask" if self.level[i] == _ELEMENT else "xmask"
             if value.mask is not None:  # lanes outside the element's window (adaptive pools)

@@ -59,7 +59,7 @@ def kernel_signature(kernel: ir.Kernel) -> dict[str, str]:
         numels, blocks = ["xnumel", "rnumel"], ["XBLOCK", "RBLOCK"]
     elif kernel.tile is not None:
         numels, blocks = ["xnumel", "ynumel"], ["XBLOCK", "YBLOCK"]
-    sig = {b.name: "*" + SIGNATURE_DTYPE[b.dtype] for b in (*kernel.inputs, *kernel.outputs)}
+    sig = {b.name: "fp32" if b.by_value else "*" + SIGNATURE_DTYPE[b.dtype] for b in (*kernel.inputs, *kernel.outputs)}
     sig.update({name: "i32" for name in numels})
     sig.update({str(s): "i32" if s.is_integer else "fp32" for s in kernel.size_symbols})  # fp32: a SymFloat operand
     sig.update({name: "constexpr" for name in [*blocks, "INDEX"]})
@@ -93,11 +93,12 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
             out.line("xmask = (yindex < ynumel) & (xindex < xnumel)")
         used = used_values(kernel)
         lanes = (ir.XINDEX,) if kernel.tile is None else (ir.YINDEX, ir.XINDEX)
+        by_value = by_value_buffers(kernel)
         for i, value in enumerate(kernel.values):
             if i in used:
                 if isinstance(value, ir.Load) and value.bounds:
                     out.lines(bounds_check(kernel, f"tmp{i}", value.bounds, value.message, _live(value)))
-                prelude, text = _value(value, table, lanes, i)
+                prelude, text = _value(value, table, lanes, i, by_value)
                 out.lines(prelude)
                 out.line(f"tmp{i} = {text}", comment(value))
         for k, store in enumerate(kernel.stores):
@@ -167,13 +168,27 @@ def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:
     return " + ".join(terms)
 
 
-def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i: int) -> tuple[list[str], str]:
+def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i: int,
+           by_value: frozenset[str]) -> tuple[list[str], str]:
+    block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
+    if isinstance(value, ir.Load) and value.buffer in by_value:
+        return [], argument_block(value, block)
     if isinstance(value, ir.Load):
         index = lane_index(value.index, lanes)
         mask = _live(value) + (f" & tmp{i}_ok" if value.bounds else "")
         return [], f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
-    block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
     return scalar_or_compute(value, f"tmp{i}", [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
+
+
+def by_value_buffers(kernel: ir.Kernel) -> frozenset[str]:
+    return frozenset(b.name for b in kernel.inputs if b.by_value)
+
+
+def argument_block(value: ir.Load, block: str) -> str:
+    """A by-value input's one element (a float32 argument) as a block of lanes, where a
+    load of a 0-dim tensor would have read it broadcast."""
+    text = f"tl.full({block}, {value.buffer}, tl.float32)"
+    return text if value.dtype is torch.float32 else f"{text}.to({TL_DTYPE[value.dtype]})"
 
 
 def scalar_or_compute(value: ir.Value, name: str, args: list[str], table: MathTable,

@@ -299,8 +299,10 @@ class _WrapperBuilder:
         self.constants.setdefault("_pick_block", pick_block)
         self.constants.setdefault("_index_type", index_type)
         self.constants.setdefault("_COUNTERS", COUNTERS)
-        args = [self._on_device(n, group) for n in group.external] + [self.names[n] for n in group.stored]
-        args += [name for name, kind in kernel_signature(kernel).items() if kind in ("i32", "fp32")]  # numels, symbols
+        args = [f"{self.names[n]}.item()" if buf.by_value else self._on_device(n, group)
+                for n, buf in zip(group.external, kernel.inputs, strict=True)] + [self.names[n] for n in group.stored]
+        buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
+        args += [name for name, kind in kernel_signature(kernel).items() if kind in ("i32", "fp32") and name not in buffers]  # numels, symbols
         for symbol, expr in kernel.lifted:
             what = "a size the kernel cannot compute" if symbol.is_integer else "a SymFloat operand, a float32 argument"
             body.line(f"{symbol} = {pexpr(expr)}", f"{kernel.name}: {what}")

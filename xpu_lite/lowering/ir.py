@@ -47,6 +47,10 @@ class Buffer:
     dtype: torch.dtype
     sizes: tuple[sympy.Expr, ...]
     strides: tuple[sympy.Expr, ...]
+    # a 0-dim float tensor in host memory (a tensorified Python float such as an eps, a
+    # user's torch.tensor(2.0)): the wrapper passes its value (`.item()`, no device copy,
+    # no sync) and the kernel reads a float32 argument, exact for float32/float16/bfloat16
+    by_value: bool = False
 
     def extent(self) -> sympy.Expr:
         """1 + the largest element offset the tensor addresses (views of it stay inside)."""

@@ -165,6 +165,10 @@ def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple
     return offset + sum((c * eff[d] for d, c in zip(after, x)), sympy.Integer(0))
 
 
+# 0-dim host tensors of these dtypes are kernel arguments by value (ir.Buffer.by_value)
+BY_VALUE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
 class KernelBuilder:
     def __init__(self, space: Space, tile: ir.Tile | None = None, is_view: Any = lambda node: False, name: str = "kernel") -> None:
         self.space = space
@@ -217,7 +221,9 @@ class KernelBuilder:
         `index` being the element's offset in `node`."""
         val, root_val = node.meta["val"], root.meta["val"]
         if root not in self.inputs:
-            self.inputs[root] = ir.Buffer(f"in_ptr{len(self.inputs)}", root_val.dtype, sizes_of(root), strides_of(root_val))
+            by_value = root_val.dim() == 0 and root_val.device.type == "cpu" and root_val.dtype in BY_VALUE_DTYPES
+            name = f"in_val{len(self.inputs)}" if by_value else f"in_ptr{len(self.inputs)}"
+            self.inputs[root] = ir.Buffer(name, root_val.dtype, sizes_of(root), strides_of(root_val), by_value)
         offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
         return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask, bounds, message))
 
