@@ -810,6 +810,23 @@ def test_host_scalars_are_kernel_arguments_by_value(device: str, dtype: torch.dt
     assert not any(re.search(r"tl\.load\(in_val", k) for k in reports[0].kernels)
 
 
+def test_host_scalars_read_under_a_window_mask(device: str) -> None:
+    """The gradient of `pool(x).sum()` is a 0-dim host tensor (autograd's ones) expanded: the
+    adaptive pool's backward reads it by value inside each window's mask (0 outside, as the
+    masked load's `other`), in its persistent and ordered (RBLOCK 1) kernels; the
+    gradients are eager's bits and every kernel compiles."""
+    def fn(x):
+        return F.adaptive_avg_pool2d(x, 3).sum() + F.adaptive_max_pool2d(x, 2)[0].sum()
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a kernel that fails to compile warns and runs eagerly
+        for size in (7, 10):
+            x = torch.randn(2, 3, size, size, device=device, requires_grad=True)
+            assert_bitwise(torch.autograd.grad(compiled(x), x)[0], torch.autograd.grad(fn(x), x)[0])
+    assert xpu_lite.counters.fallback_nodes == 0, xpu_lite.counters
+
+
 def test_a_result_on_another_device_is_not_lowered() -> None:
     """The decision itself, on cpu: a graph's tensors judged for kernels running elsewhere."""
     from xpu_lite.config import parse_config

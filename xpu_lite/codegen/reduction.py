@@ -225,9 +225,10 @@ class _Source:
 
     def _emit(self, i: int, name: str) -> None:
         value = self.k.values[i]
-        if isinstance(value, ir.Load) and value.buffer in self.by_value:
-            assert self.level[i] == _ROW, value  # a 0-dim tensor's one element, the same in every row
-            text = argument_block(value, "[XBLOCK, 1]")
+        if isinstance(value, ir.Load) and value.buffer in self.by_value:  # the same in every row (and element)
+            text = argument_block(value, "[XBLOCK, RBLOCK]" if self.level[i] == _ELEMENT else "[XBLOCK, 1]")
+            if value.mask is not None:  # 0 outside the element's window, as the masked load's `other`
+                text = f"tl.where({self.names[value.mask]}, {text}, 0)"
         elif isinstance(value, ir.Load):
             index = lane_index(value.index, (ir.XINDEX,))
             mask = "mask" if self.level[i] == _ELEMENT else "xmask"

@@ -172,7 +172,8 @@ def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i
            by_value: frozenset[str]) -> tuple[list[str], str]:
     block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
     if isinstance(value, ir.Load) and value.buffer in by_value:
-        return [], argument_block(value, block)
+        text = argument_block(value, block)  # 0 where a masked load reads nothing, as its `other`
+        return [], text if value.mask is None else f"tl.where(tmp{value.mask}, {text}, 0)"
     if isinstance(value, ir.Load):
         index = lane_index(value.index, lanes)
         mask = _live(value) + (f" & tmp{i}_ok" if value.bounds else "")
