@@ -151,11 +151,16 @@ _I1E_B = (7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848
           -3.83538038596423702205e-9, -2.63146884688951950684e-8, -2.51223623787020892529e-7,
           -3.88256480887769039346e-6, -1.10588938762623716291e-4, -9.76109749136146840777e-3,
           7.78576235018280120474e-1)
-# each function's value from x = |input| and the two series' sums, {t}ca ([0, 8]) and {t}cb
-# (beyond), in eager's order of operations: (the [0, 8] form, the numerator over sqrt(x),
-# odd). i1 and i1e are odd: eager negates for x < 0, so -0.0 gives +0.0.
-_BESSEL = {"i0": ("{exp} * {t}ca", "{exp} * {t}cb", False), "i0e": ("{t}ca", "{t}cb", False),
-           "i1": ("{exp} * {t}x * {t}ca", "{exp} * {t}cb", True), "i1e": ("{t}ca * {t}x", "{t}cb", True)}
+# fn -> (its value from x = |input| and the two series' sums, {t}ca over [0, 8] and {t}cb
+# beyond, in eager's order of operations: the [0, 8] form, the numerator over sqrt(x); odd;
+# the series). i1 and i1e are odd: eager negates for x < 0, so -0.0 gives +0.0.
+_BESSEL = {"i0": ("{exp} * {t}ca", "{exp} * {t}cb", False, (_I0E_A, _I0E_B)),
+           "i0e": ("{t}ca", "{t}cb", False, (_I0E_A, _I0E_B)),
+           "i1": ("{exp} * {t}x * {t}ca", "{exp} * {t}cb", True, (_I1E_A, _I1E_B)),
+           "i1e": ("{t}ca * {t}x", "{t}cb", True, (_I1E_A, _I1E_B))}
+# the float coefficients eager's cuda i1e kernel sums (its cpu float kernels use them for i1
+# too; cuda's i1 sums the double ones)
+_BESSEL_FLOAT_SERIES = {"i1e": (_I1E_A[12:], _I1E_B[18:])}
 
 
 def _plus(v: float) -> str:
@@ -174,20 +179,25 @@ def _chbevl(name: str, at: str, coefficients: tuple[float, ...]) -> list[tuple[s
     return steps + [("c" + name, f"0.5 * ({b[-1]} - {b[-3]})")]
 
 
-def _bessel(fn: str, dtype: str, small: tuple[float, ...], large: tuple[float, ...], gpu: bool = False) -> Steps:
+def _bessel(fn: str, gpu: bool = False) -> Steps:
     """i0, i0e, i1 or i1e as eager's calc_<fn> (Cephes): the [0, 8] series in x / 2 - 2,
     the other in 32 / x - 2, both summed, the value picked by x <= 8 (NaN: the second, NaN
-    too). In `dtype`, rounded to float32. `gpu` (float32): libdevice's exp and correctly
-    rounded division and square root, as eager's expf, `/` and sqrtf, with exp(x) beyond 8
-    as exp(x / 2) twice, after the division: no overflow below i0's own (eager's float32
-    kernels give inf from x = 88.7, i0 overflows at 91.9)."""
-    near, over, odd = _BESSEL[fn]
+    too), rounded to float32. The interpreter's in float64 with the double coefficients;
+    `gpu`'s in float32 as eager's cuda kernels, with libdevice's exp and correctly rounded
+    division and square root (eager's expf, `/` and sqrtf), and exp(x) beyond 8 as exp(x / 2)
+    twice, after the division: no overflow below the function's own (eager's float32
+    kernels give inf for i0 from x = 88.7, i0 overflows at 91.9)."""
+    near, over, odd, (small, large) = _BESSEL[fn]
+    scaled = "{exp}" in over  # i0, i1: exp(x) times the series
     if gpu:
-        far = f"tl.div_rn({over}, tl.sqrt_rn({{t}}x))".replace("{exp}", "{t}e") + (" * {t}e" if "{exp}" in over else "")
+        small, large = _BESSEL_FLOAT_SERIES.get(fn, (small, large))
         exp, w = "libdevice.exp({t}x)", "tl.div_rn(32.0, {t}x) - 2.0"
-        half = [("e", "libdevice.exp(0.5 * {t}x)")] if "{exp}" in over else []
+        far = f"tl.div_rn({over.replace('{exp}', '{t}e')}, tl.sqrt_rn({{t}}x))" + (" * {t}e" if scaled else "")
+        half = [("e", "libdevice.exp(0.5 * {t}x)")] if scaled else []
     else:
-        far, exp, w, half = f"{over} / tl.sqrt({{t}}x)".replace("{exp}", "tl.exp({t}x)"), "tl.exp({t}x)", "32.0 / {t}x - 2.0", []
+        exp, w, half = "tl.exp({t}x)", "32.0 / {t}x - 2.0", []
+        far = f"{over.replace('{exp}', exp)} / tl.sqrt({{t}}x)"
+    dtype = "tl.float32" if gpu else "tl.float64"
     steps = [("x", "tl.abs({0}.to(" + dtype + "))"), ("y", "{t}x / 2.0 - 2.0"), ("w", w),  # x / 2: exact on both
              *_chbevl("a", "y", small), *_chbevl("b", "w", large), *half,
              ("m", f"tl.where({{t}}x <= 8.0, {near.replace('{exp}', exp)}, {far})")]
@@ -277,9 +287,7 @@ INTERPRETER_FUNCTIONS: MathTable = {
                     + ", {t}x2)).to(tl.float32)"),
     "digamma": _digamma("tl.float64", "tl.sin({a}) / tl.cos({a})"),  # rounded once, as eager's float64 one
     "trigamma": _trigamma("tl.float64", "tl.sin({a})"),
-    # i0, i0e, i1, i1e: eager's Cephes series in float64, with the double coefficients
-    **{fn: _bessel(fn, "tl.float64", *((_I0E_A, _I0E_B) if fn.startswith("i0") else (_I1E_A, _I1E_B)))
-       for fn in _BESSEL},
+    **{fn: _bessel(fn) for fn in _BESSEL},  # i0, i0e, i1, i1e: eager's Cephes series in float64
     # lgamma in float64, rounded once: Lanczos' series (g = 7, 9 terms: 1e-15 relative) at
     # max(x, 1 - x), reflected for x < 0.5 through log(pi / |sin(pi r)|), r = x - round(x)
     # (exact); +inf at the poles (0, negative integers) and at ±inf, as C's lgamma; 0 at 1 and 2
@@ -395,11 +403,7 @@ TARGET_MATH: dict[str, MathTable] = {
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
         "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
         "trigamma": _trigamma("tl.float32", "libdevice.sin({a})"),
-        # eager's cuda kernels' float32 series (i1e's float coefficients, as its cpu ones)
-        "i0": _bessel("i0", "tl.float32", _I0E_A, _I0E_B, gpu=True),
-        "i0e": _bessel("i0e", "tl.float32", _I0E_A, _I0E_B, gpu=True),
-        "i1": _bessel("i1", "tl.float32", _I1E_A, _I1E_B, gpu=True),
-        "i1e": _bessel("i1e", "tl.float32", _I1E_A[12:], _I1E_B[18:], gpu=True),
+        **{fn: _bessel(fn, gpu=True) for fn in _BESSEL},  # eager's cuda kernels' float32 series
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
     },
