@@ -295,7 +295,9 @@ def test_linear_and_cubic_interpolation_scales_are_float32_kernels(device: str, 
     """With align_corners=True or an output size, torch._decomp's scale is a quotient of
     symbolic sizes: a SymFloat, which AOTAutograd turns into float64 tensor ops (9-14
     eager calls per call). Computed as a float32 0-dim kernel value, it is the same number
-    (both exact ints, one rounding): the same bits as aot_eager running torch's graph."""
+    (both exact ints, one rounding): the same bits as aot_eager running torch's graph on
+    cpu. On a gpu within 4 ulps of the largest value, bicubic's 16 weighted terms (weights
+    of both signs, summing to ~1.6 in magnitude) within 8: FMA contraction differs."""
     def fn(x, n):
         return (F.interpolate(x, mode=mode, align_corners=True, scale_factor=1.7),
                 F.interpolate(x, mode=mode, align_corners=False, size=(n + 3,) * dims))
@@ -304,7 +306,7 @@ def test_linear_and_cubic_interpolation_scales_are_float32_kernels(device: str, 
     reference = torch.compile(fn, backend="aot_eager", dynamic=True)
     for n in (5, 8):
         x = torch.randn(2, 3, *[n] * dims, device=device)
-        assert_eager_formula(compiled(x, n), reference(x, n))
+        assert_eager_formula(compiled(x, n), reference(x, n), ulps=8 if mode == "bicubic" else 4)
         torch.testing.assert_close(compiled(x, n), fn(x, n), rtol=1e-5, atol=1e-5)
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
@@ -354,6 +356,17 @@ def test_float_aranges_are_exact_integers_rounded_once(device: str, dtype: torch
         assert_bitwise(compiled(beyond), torch.arange(-3, beyond, 2, dtype=torch.float64, device=device).to(dtype))
     assert xpu_lite.counters.fallback_nodes == 0, [d.why() for r in reports for d in r.fallbacks]
     assert xpu_lite.counters.forward_graphs == 1
+
+
+def test_an_arange_on_a_device_named_without_an_index() -> None:
+    """`torch.arange(..., device="cuda")` makes its result on cuda:0: the same device, a
+    kernel (the first H100 run found the float aranges falling back as "another device",
+    torch.device("cuda") != torch.device("cuda:0")). Another index or type is not."""
+    from xpu_lite.lowering.indexing import _same_device
+    assert _same_device(None, torch.device("cuda", 0)) and _same_device("cuda", torch.device("cuda", 0))
+    assert _same_device(torch.device("xpu"), torch.device("xpu", 1)) and _same_device("cpu", torch.device("cpu"))
+    assert not _same_device("cuda:1", torch.device("cuda", 0)) and not _same_device("cpu", torch.device("cuda", 0))
+    assert not _same_device("xpu", torch.device("cuda", 0))
 
 
 def test_a_graph_with_no_tensor_input_runs_where_it_makes_its_tensors() -> None:

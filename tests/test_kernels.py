@@ -614,11 +614,15 @@ SPECIAL_VALUE_OPS = {
        for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "log10", "erfc", "erfinv", "digamma", "lgamma")},
     "trigamma": lambda x, y: torch.polygamma(1, x), "angle": lambda x, y: torch.angle(x),
     **{name: (lambda f: lambda x, y: f(x))(getattr(torch.special, name)) for name in ("i0", "i0e", "i1", "i1e")},
-    "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
+    "neg": lambda x, y: -x, "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "fmax": torch.fmax, "fmin": torch.fmin,
 }
 # the sign of a zero result is C's/IEEE's for the others; eager's own cpu and gpu kernels
 # of these activations disagree on it
 ZERO_SIGN_UNSPECIFIED = {"gelu", "silu", "elu"}
+# eager's cuda kernels compute these in float32 (acc_type), so it answers its own float32
+# numbers: at a pole (trigamma(-1): 1/sin(pi * -1)^2 from float pi), and inf for i0(89),
+# i1(89) (exp(x) overflows from 88.7 before the series scales it down), as the kernels do
+FLOAT32_ON_A_GPU = {"trigamma", "i0", "i1"}
 
 
 @pytest.mark.parametrize("name", list(SPECIAL_VALUE_OPS))
@@ -632,12 +636,13 @@ def test_special_values_match_eager(device: str, name: str) -> None:
     Eager runs in float64, rounded to float32: eager's float32 cpu kernels answer these
     values differently by ISA and length (its AVX512 vectorized gelu gives NaN for +inf and
     inf for 3.4e38, its scalar path inf and 3.4e38), the float64 ones do not. nan_to_num
-    runs in float32: its default bounds are the dtype's."""
+    runs in float32: its default bounds are the dtype's, and on a gpu FLOAT32_ON_A_GPU too."""
     fn = SPECIAL_VALUE_OPS[name]
     x = torch.tensor([a for a in _SPECIAL for _ in _SPECIAL], device=device)
     y = torch.tensor([b for _ in _SPECIAL for b in _SPECIAL], device=device)
     actual = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, y)
-    expected = fn(x, y) if name == "nan_to_num" else fn(x.double(), y.double()).float()
+    in_float32 = name == "nan_to_num" or device != "cpu" and name in FLOAT32_ON_A_GPU
+    expected = fn(x, y) if in_float32 else fn(x.double(), y.double()).float()
     assert xpu_lite.counters.kernels_compiled == 1 and xpu_lite.counters.fallback_nodes == 0
     torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
     zeros = expected == 0
@@ -755,7 +760,7 @@ def test_math_functions_within_their_ulp_bounds(device: str, name: str) -> None:
     bound = torch.full_like(ulps, ULP_BOUND.get(name, 4.0))
     if device != "cpu":  # digamma (eager's float32 algorithm) and libdevice's lgammaf: far off near roots, as eager
         bound = torch.maximum(bound, 2 * _ulps(fn(*args)[normal], reference[normal]))
-    excess = ulps - bound
+    excess = torch.where(bound.isinf(), -1.0, ulps - bound)  # eager's float32 inf too: i0(91.9) on a gpu
     assert excess.max() <= 0, f"{ulps[excess.argmax()]:.2f} ulps at x = {x[normal][excess.argmax()].item()!r}"
     tiny = finite & ~normal  # on a gpu Triton links libdevice's flush-to-zero variants: 0 is allowed
     bound = 16 * 2.0**-149 if device == "cpu" else torch.finfo(torch.float32).tiny
@@ -804,7 +809,7 @@ def test_host_scalars_are_kernel_arguments_by_value(device: str, dtype: torch.dt
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
     source = reports[0].source
     values = re.findall(r"(\w+)\.item\(\)", source)  # s, read by a reduction and a tiled kernel; n is a pointer
-    assert len(values) == 2 and len(set(values)) == 1 and not any(".to(torch.device" in line for line in source.splitlines()), source
+    assert len(values) == 2 and len(set(values)) == 1 and f"{values[0]}.to(" not in source, source
     assert any(re.search(r"tl\.full\(\[XBLOCK, 1\], in_val\d, tl\.float32\)", k) for k in reports[0].kernels)
     assert any(re.search(r"tl\.full\(\[YBLOCK, XBLOCK\], in_val\d, tl\.float32\)", k) for k in reports[0].kernels)
     assert not any(re.search(r"tl\.load\(in_val", k) for k in reports[0].kernels)

@@ -74,7 +74,10 @@ def test_windows_are_bitwise_eager_for_all_sizes(device: str, dtype: torch.dtype
             assert_bitwise(compiled(x), pools(x))
             x = x.to(memory_format=torch.channels_last)  # eager's results are channels-last too
             assert_bitwise(compiled(x), pools(x))
-    assert xpu_lite.counters.forward_graphs <= 2 and not any(r.fallbacks for r in reports)
+    # torch 2.11's max_pool2d meta guards on (H - 1) % 2 (a graph per parity, the lent
+    # GPUs' torch); 2.13's does not: one per memory format
+    graphs = 2 if torch.__version__ >= "2.13" else 4
+    assert xpu_lite.counters.forward_graphs <= graphs and not any(r.fallbacks for r in reports)
     for source in reports[0].kernels:
         assert not re.search(r"\b(7|8|11|12)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
     pooled = [d for d in reports[0].decisions if "pool" in d.op]

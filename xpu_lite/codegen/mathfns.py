@@ -66,48 +66,68 @@ _PI, _PI_2, _PI_4, _LN2 = "3.141592653589793", "1.5707963267948966", "0.78539816
 _BEYOND_LOG = "268435456.0"  # 2**28: past it, x*x loses 1 against x and asinh(x), acosh(x) are log(2x)
 
 
+def negate(value: str, gpu: bool) -> str:
+    """-value as IEEE negation: a zero's sign and a NaN's flip too, as eager's. Triton 3.6
+    (the lent H100's) compiles a float's `-x` as `0.0 - x`, and folds `-0.0 - x` to it too,
+    so -(+0.0) is +0.0 there (its TTIR; fixed upstream by triton-lang/triton#10270, 3.9's is
+    fneg). `x * -1.0` is exact, and LLVM folds it to fneg: an xor of the sign bit in the
+    PTX of 3.6 and 3.9. The interpreter's `-x` is numpy's negative."""
+    return f"({value} * -1.0)" if gpu else f"-{value}"
+
+
 def _log1p_of(local: str) -> str:
     return MATH_LOG1P.replace("{0}", local)
 
 
-def _digamma(dtype: str, tan: str) -> Steps:
-    """digamma as eager's calc_digamma (ATen/native/Math.h, Cephes' psi) in `dtype`: for
-    x < 0, digamma(1 - x) - pi / tan(pi * frac(x)); x pushed to >= 10 by ten masked steps of
-    the recurrence (eager's loop runs at most ten); then psi(10) exactly, or the asymptotic
-    series. +-0 give -+inf, a negative integer (-inf too) NaN. `tan` formats {a}."""
-    steps = [("x", "{0}.to(" + dtype + ")"), ("neg", "{t}x < 0.0"),
-             ("a", _PI + " * ({t}x - tl.where({t}neg, tl.ceil({t}x), tl.floor({t}x)))"),
-             ("refl", "tl.where({t}neg, " + _PI + " / (" + tan.replace("{a}", "{t}a") + "), 0.0)"),
-             ("v0", "tl.where({t}neg, 1.0 - {t}x, {t}x)"), ("c0", "tl.where({t}neg, 0.0, 0.0)")]
+def _digamma(gpu: bool) -> Steps:
+    """digamma as eager's calc_digamma (Cephes' psi): for x < 0, -pi / tan(pi * frac(x))
+    and x = 1 - x; x pushed to >= 10 by ten masked steps of the recurrence (eager's loop
+    runs at most ten); then psi(10) exactly, or the asymptotic series. +-0 give -+inf, a
+    negative integer (-inf too) NaN. The interpreter's in float64, rounded once (eager's
+    float64 one); `gpu`'s as eager's cuda kernel: the reflection in double (modf, tan: pi
+    times a float fraction near a pole loses every digit), the rest in float32 with IEEE
+    division, libdevice's log and the jiterator string's order of the last sum."""
+    if gpu:
+        dtype, div = "tl.float32", "tl.div_rn({0}, {1})"
+        frac = "({t}x - tl.where({t}neg, tl.ceil({t}x), tl.floor({t}x))).to(tl.float64)"  # exact: Sterbenz
+        refl = "(" + _PI + " / libdevice.tan(" + _PI + " * {t}r)).to(tl.float32)"
+        tail = "libdevice.log({t}v10) - tl.div_rn(0.5, {t}v10) - {t}y + {t}c10"  # the jiterator's order
+    else:
+        dtype, div = "tl.float64", "{0} / {1}"
+        frac = "{t}x - tl.where({t}neg, tl.ceil({t}x), tl.floor({t}x))"
+        refl = _PI + " / (tl.sin(" + _PI + " * {t}r) / tl.cos(" + _PI + " * {t}r))"
+        tail = "{t}c10 + tl.log({t}v10) - 0.5 / {t}v10 - {t}y"  # calc_digamma's (Math.h)
+    steps = [("x", "{0}.to(" + dtype + ")"), ("neg", "{t}x < 0.0"), ("r", frac),
+             ("c0", "tl.where({t}neg, -(" + refl + "), 0.0)"), ("v0", "tl.where({t}neg, 1.0 - {t}x, {t}x)")]
     for i in range(10):
         more = f"{{t}}v{i} < 10.0"
-        steps += [(f"c{i + 1}", f"tl.where({more}, {{t}}c{i} - 1.0 / {{t}}v{i}, {{t}}c{i})"),
+        steps += [(f"c{i + 1}", f"tl.where({more}, {{t}}c{i} - {div.format('1.0', f'{{t}}v{i}')}, {{t}}c{i})"),
                   (f"v{i + 1}", f"tl.where({more}, {{t}}v{i} + 1.0, {{t}}v{i})")]
-    steps += [("z", "1.0 / ({t}v10 * {t}v10)"),
+    steps += [("z", div.format("1.0", "({t}v10 * {t}v10)")),
               ("y", "tl.where({t}v10 < 1e17, {t}z * ((((((8.33333333333333333333e-2 * {t}z - 2.10927960927960927961e-2) "
                     "* {t}z + 7.57575757575757575758e-3) * {t}z - 4.16666666666666666667e-3) * {t}z "
                     "+ 3.96825396825396825397e-3) * {t}z - 8.33333333333333333333e-3) * {t}z + 8.33333333333333333333e-2), 0.0)"),
-              ("m", "tl.where({t}v10 == 10.0, {t}c10 + 2.25175258906672110764, "
-                    "{t}c10 + tl.log({t}v10) - 0.5 / {t}v10 - {t}y) - {t}refl")]
+              ("m", "tl.where({t}v10 == 10.0, {t}c10 + 2.25175258906672110764, " + tail + ")")]
     result = ("tl.where({0} == 0.0, tl.where(" + _SIGNBIT + ", float('inf'), -float('inf')), "
               "tl.where({t}neg & ({t}x == tl.floor({t}x)), float('nan'), {t}m)).to(tl.float32)")
     return Steps(tuple(steps), result)
 
 
-def _trigamma(dtype: str, sin: str) -> Steps:
-    """polygamma(1, x) as eager's trigamma (ATen/native/Math.h) in `dtype`: for x < 0.5,
+def _trigamma(gpu: bool) -> Steps:
+    """polygamma(1, x) as eager's trigamma (ATen/native/Math.h): for x < 0.5,
     pi^2 / sin(pi x)^2 - trigamma(1 - x); six steps of the recurrence, then the asymptotic
-    series. `sin` formats {a}."""
-    steps = [("x", "{0}.to(" + dtype + ")"), ("refl", "{t}x < 0.5"),
-             ("s", sin.replace("{a}", _PI + " * {t}x")),
-             ("c0", "tl.where({t}refl, -9.869604401089358 / ({t}s * {t}s), 0.0)"),  # -pi^2
+    series. The interpreter's in float64; `gpu`'s in float32 as eager's cuda kernel (its
+    acc_type), with IEEE division and libdevice's sin."""
+    dtype, div, sin = ("tl.float32", "tl.div_rn({0}, {1})", "libdevice.sin") if gpu else ("tl.float64", "{0} / {1}", "tl.sin")
+    steps = [("x", "{0}.to(" + dtype + ")"), ("refl", "{t}x < 0.5"), ("s", sin + "(" + _PI + " * {t}x)"),
+             ("c0", "tl.where({t}refl, " + div.format("-9.869604401089358", "({t}s * {t}s)") + ", 0.0)"),  # -pi^2
              ("v0", "tl.where({t}refl, 1.0 - {t}x, {t}x)")]
     for i in range(6):
-        steps += [(f"c{i + 1}", f"{{t}}c{i} + 1.0 / ({{t}}v{i} * {{t}}v{i})"), (f"v{i + 1}", f"{{t}}v{i} + 1.0")]
-    steps += [("ixx", "1.0 / ({t}v6 * {t}v6)"),
-              ("m", "{t}c6 + (1.0 + 1.0 / (2.0 * {t}v6) + {t}ixx * (1.0 / 6.0 - {t}ixx * (1.0 / 30.0 - {t}ixx * (1.0 / 42.0))))"
-                    " / {t}v6")]
-    return Steps(tuple(steps), "tl.where({t}refl, -{t}m, {t}m).to(tl.float32)")
+        steps += [(f"c{i + 1}", f"{{t}}c{i} + " + div.format("1.0", f"({{t}}v{i} * {{t}}v{i})")), (f"v{i + 1}", f"{{t}}v{i} + 1.0")]
+    steps += [("ixx", div.format("1.0", "({t}v6 * {t}v6)")),
+              ("m", "{t}c6 + " + div.format("(1.0 + " + div.format("1.0", "(2.0 * {t}v6)")
+                                            + " + {t}ixx * (1.0 / 6.0 - {t}ixx * (1.0 / 30.0 - {t}ixx * (1.0 / 42.0))))", "{t}v6"))]
+    return Steps(tuple(steps), "tl.where({t}refl, " + negate("{t}m", gpu) + ", {t}m).to(tl.float32)")
 
 
 # Cephes' Chebyshev coefficients (ATen/native/Math.h), highest order first:
@@ -183,25 +203,23 @@ def _bessel(fn: str, gpu: bool = False) -> Steps:
     """i0, i0e, i1 or i1e as eager's calc_<fn> (Cephes): the [0, 8] series in x / 2 - 2,
     the other in 32 / x - 2, both summed, the value picked by x <= 8 (NaN: the second, NaN
     too), rounded to float32. The interpreter's in float64 with the double coefficients;
-    `gpu`'s in float32 as eager's cuda kernels, with libdevice's exp and correctly rounded
-    division and square root (eager's expf, `/` and sqrtf), and exp(x) beyond 8 as exp(x / 2)
-    twice, after the division: no overflow below the function's own (eager's float32
-    kernels give inf for i0 from x = 88.7, i0 overflows at 91.9)."""
+    `gpu`'s in float32 as eager's cuda kernels (its jiterator strings): libdevice's exp and
+    correctly rounded division and square root (eager's expf, `/` and sqrtf), exp(x) times
+    the series, then divided by sqrt(x), so i0 and i1 overflow from x = 88.7 as eager's do.
+    An odd function's sign is set by `negate` (a true fneg on any Triton)."""
     near, over, odd, (small, large) = _BESSEL[fn]
-    scaled = "{exp}" in over  # i0, i1: exp(x) times the series
     if gpu:
         small, large = _BESSEL_FLOAT_SERIES.get(fn, (small, large))
         exp, w = "libdevice.exp({t}x)", "tl.div_rn(32.0, {t}x) - 2.0"
-        far = f"tl.div_rn({over.replace('{exp}', '{t}e')}, tl.sqrt_rn({{t}}x))" + (" * {t}e" if scaled else "")
-        half = [("e", "libdevice.exp(0.5 * {t}x)")] if scaled else []
+        far = f"tl.div_rn({over.replace('{exp}', exp)}, tl.sqrt_rn({{t}}x))"
     else:
-        exp, w, half = "tl.exp({t}x)", "32.0 / {t}x - 2.0", []
+        exp, w = "tl.exp({t}x)", "32.0 / {t}x - 2.0"
         far = f"{over.replace('{exp}', exp)} / tl.sqrt({{t}}x)"
     dtype = "tl.float32" if gpu else "tl.float64"
     steps = [("x", "tl.abs({0}.to(" + dtype + "))"), ("y", "{t}x / 2.0 - 2.0"), ("w", w),  # x / 2: exact on both
-             *_chbevl("a", "y", small), *_chbevl("b", "w", large), *half,
+             *_chbevl("a", "y", small), *_chbevl("b", "w", large),
              ("m", f"tl.where({{t}}x <= 8.0, {near.replace('{exp}', exp)}, {far})")]
-    value = "tl.where({0} < 0.0, -{t}m, {t}m)" if odd else "{t}m"
+    value = "tl.where({0} < 0.0, " + negate("{t}m", gpu) + ", {t}m)" if odd else "{t}m"
     return Steps(tuple(steps), value + ".to(tl.float32)")
 
 
@@ -285,8 +303,8 @@ INTERPRETER_FUNCTIONS: MathTable = {
                      ("x2", "{t}x1 - (tl.erf({t}x1) - {t}y) / (1.1283791670955126 * tl.exp(-{t}x1 * {t}x1))")),
                     "tl.where({t}a > 1.0, float('nan'), tl.where({t}a == 1.0, " + _with_sign("float('inf')")
                     + ", {t}x2)).to(tl.float32)"),
-    "digamma": _digamma("tl.float64", "tl.sin({a}) / tl.cos({a})"),  # rounded once, as eager's float64 one
-    "trigamma": _trigamma("tl.float64", "tl.sin({a})"),
+    "digamma": _digamma(gpu=False),
+    "trigamma": _trigamma(gpu=False),
     **{fn: _bessel(fn) for fn in _BESSEL},  # i0, i0e, i1, i1e: eager's Cephes series in float64
     # lgamma in float64, rounded once: Lanczos' series (g = 7, 9 terms: 1e-15 relative) at
     # max(x, 1 - x), reflected for x < 0.5 through log(pi / |sin(pi r)|), r = x - round(x)
@@ -326,7 +344,7 @@ MATH: MathTable = {
     # a NaN bound gives NaN too, as in torch.clamp
     "clamp_min": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.maximum({0}, {1})))",
     "clamp_max": "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.minimum({0}, {1})))",
-    "neg": "-{0}", "abs": "tl.abs({0})",
+    "neg": "-{0}", "fneg": negate("{0}", gpu=False), "abs": "tl.abs({0})",
     "sign": "({0} > 0).to({dt}) - ({0} < 0).to({dt})",
     "relu": "tl.where({0} < 0, 0, {0})",  # NaN < 0 is false: NaN propagates as in torch
     "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
@@ -387,6 +405,7 @@ MATH: MathTable = {
 TARGET_MATH: dict[str, MathTable] = {
     "interpreter": {},
     "gpu": {
+        "fneg": negate("{0}", gpu=True),  # a float's: Triton 3.6's `-x` keeps +0.0 (negate)
         "truediv": "tl.div_rn({0}, {1})", "reciprocal": "tl.div_rn(1.0, {0})",
         "div_trunc": "libdevice.trunc(tl.div_rn({0}, {1}))",
         "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
@@ -401,8 +420,8 @@ TARGET_MATH: dict[str, MathTable] = {
            for op in ("log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "erfc", "erfinv",
                       "lgamma")},
         "atan2": "libdevice.atan2({0}, {1})", "hypot": "libdevice.hypot({0}, {1})",
-        "digamma": _digamma("tl.float32", "libdevice.tan({a})"),  # eager's float algorithm: no float64 on the gpu
-        "trigamma": _trigamma("tl.float32", "libdevice.sin({a})"),
+        "digamma": _digamma(gpu=True),  # eager's cuda kernel: float32, its reflection in double
+        "trigamma": _trigamma(gpu=True),
         **{fn: _bessel(fn, gpu=True) for fn in _BESSEL},  # eager's cuda kernels' float32 series
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",

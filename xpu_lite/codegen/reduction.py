@@ -56,9 +56,10 @@ _SCAN: dict[str, dict[str, str]] = {
 }
 
 
-# logcumsumexp's carry: a double under the interpreter, as eager's cpu loop (its acc_type),
-# a float on a gpu, as eager's cuda scan (and Intel's consumer GPUs have no float64)
-_LOGADDEXP_CARRY = {"interpreter": "tl.float64", "gpu": "tl.float32"}
+# logcumsumexp's carry: a double, as eager's cpu loop (its acc_type). On a gpu too: a float
+# carried through a row's thousands of steps drifts ~10 ulps from float64 (H100, 2026-11-25),
+# where eager's parallel cuda scan stays within 2. (Intel's Arc GPUs have no float64.)
+_LOGADDEXP_CARRY = "tl.float64"
 
 
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
@@ -195,7 +196,7 @@ class _Source:
                 value = k.values[i]
                 if isinstance(value, ir.Scan):
                     dtype = k.values[value.arg].dtype if value.op in ir.FOLDS else value.dtype  # a fold carries the value
-                    carried = _LOGADDEXP_CARRY[self.target] if value.op == "logaddexp" else TL_DTYPE[dtype]
+                    carried = _LOGADDEXP_CARRY if value.op == "logaddexp" else TL_DTYPE[dtype]
                     self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, dtype)}, {carried})",
                                   f"{value.node}: the chunks before")
                     if value.op.startswith("arg"):
@@ -296,7 +297,7 @@ class _Source:
         value = self.k.values[i]
         assert isinstance(value, ir.Scan)
         c, v = f"carry{i}", f"lse{i}"
-        self.out.line(f"{v}_x = {self.names[value.arg]}.to({_LOGADDEXP_CARRY[self.target]})", value.node)
+        self.out.line(f"{v}_x = {self.names[value.arg]}.to({_LOGADDEXP_CARRY})", value.node)
         self.out.line(f"{v}_lo = tl.where({c} != {c}, {c}, tl.where({c} < {v}_x, {c}, {v}_x))")
         self.out.line(f"{v}_hi = tl.where({c} != {c}, {c}, tl.where({v}_x < {c}, {c}, {v}_x))")
         self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"{v}_lo - {v}_hi"))

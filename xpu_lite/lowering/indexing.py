@@ -104,6 +104,15 @@ def _check_repeat(node: torch.fx.Node) -> str | None:
     return _rejection(node, [node.args[0]], {})
 
 
+def _same_device(given: Any, made: torch.device) -> bool:
+    """`device=` names the device the result is made on: None, or `cuda` for a result on
+    cuda:0 (an index-less name is the current device, which made it)."""
+    if given is None:
+        return True
+    given = torch.device(given)
+    return given.type == made.type and given.index in (None, made.index)
+
+
 def _check_arange(node: torch.fx.Node) -> str | None:
     """Integer start, end and step (ints or SymInts), any result dtype but bool: the
     values are exact integers, rounded once to a float result (see _arange)."""
@@ -112,7 +121,7 @@ def _check_arange(node: torch.fx.Node) -> str | None:
         return why
     if isinstance(val.shape[0], int) and val.shape[0] == 0:
         return "a statically empty result: nothing to place"
-    if node.kwargs.get("device") not in (None, val.device) or node.kwargs.get("layout") not in (None, torch.strided):
+    if not _same_device(node.kwargs.get("device"), val.device) or node.kwargs.get("layout") not in (None, torch.strided):
         return "an arange on another device or layout"
     if set(node.kwargs) - {"dtype", "device", "layout", "pin_memory"} or node.kwargs.get("pin_memory"):
         return f"keyword arguments {sorted(node.kwargs)}: this lowering takes dtype, device, layout"

@@ -387,7 +387,16 @@ _reg((aten.copysign.Tensor, aten.copysign.Scalar), checker(FLOATS, ALL), _on_blo
 _reg((aten.signbit.default,), checker((torch.bool,), NUMERIC), _on_blocks("signbit", 1, torch.float32))
 _reg((aten.fmax.default,), checker(ALL, ALL), _or_on_bools("fmax", "logical_or"))
 _reg((aten.fmin.default,), checker(ALL, ALL), _or_on_bools("fmin", "logical_and"))
-for _op in ["neg", "abs", "relu", "sign"]:
+
+
+def _neg(b: Any, node: torch.fx.Node, x: Any) -> int:
+    """A float's negation is "fneg" (a zero's sign flips on any Triton: mathfns.negate)."""
+    cdt = _out_cdt(node)
+    return b.compute("fneg" if cdt.is_floating_point else "neg", (_arg(b, x, cdt, node),), node, cdt)
+
+
+_reg((aten.neg.default,), checker(NUMERIC, NUMERIC), _neg)
+for _op in ["abs", "relu", "sign"]:
     _reg((getattr(aten, _op).default,), checker(NUMERIC, NUMERIC), _elementwise(_op, 1))
 for _op in ["isnan", "isinf"]:
     _reg((getattr(aten, _op).default,), checker((torch.bool,), FLOATS), _compare(_op))
