@@ -115,12 +115,16 @@ def _rmse_within_amp_bound(actual: torch.Tensor, eager: torch.Tensor, reference:
     root-mean-square error against the float64 reference at most 3x eager's (under the
     same autocast) plus 1e-4. An elementwise bound does not fit: a fused kernel keeps
     float32 between ops where eager rounds to the low dtype, so single elements differ
-    by more, in both directions (Inductor's results do the same)."""
+    by more, in both directions (Inductor's results do the same). For at most 10 elements
+    (the loss) 10x, as `same(use_larger_multiplier_for_smaller_tensor=True)`: one number's
+    error is one sample (on an H100 the bfloat16 loss was 4.3e-4 off relative where eager's
+    happened to be 1.2e-4, both far below one bfloat16 rounding, 3.9e-3)."""
     assert actual.dtype == eager.dtype and actual.shape == eager.shape
     ref = reference.double()
     rmse_c = (actual.double() - ref).square().mean().sqrt().item()
     rmse_e = (eager.double() - ref).square().mean().sqrt().item()
-    assert rmse_c <= 3 * rmse_e + 1e-4, (rmse_c, rmse_e)
+    multiplier = 10 if ref.numel() <= 10 else 3
+    assert rmse_c <= multiplier * rmse_e + 1e-4, (rmse_c, rmse_e, multiplier)
 
 
 @pytest.mark.parametrize("mode", ["lite-region", "default"])
