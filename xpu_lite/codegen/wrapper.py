@@ -115,6 +115,7 @@ class _WrapperBuilder:
         self.deps: dict[torch.fx.Node, list[torch.fx.Node]] = {}
         self.names: dict[torch.fx.Node, str] = {}
         self.constants: dict[str, Any] = {}
+        self.hoisted: dict[tuple[torch.fx.Node, str], str] = {}  # a host scalar's value or device copy, once a call
 
     # -- analysis ---------------------------------------------------------------------
     def _bind_from(self, node: torch.fx.Node) -> None:
@@ -299,7 +300,7 @@ class _WrapperBuilder:
         self.constants.setdefault("_pick_block", pick_block)
         self.constants.setdefault("_index_type", index_type)
         self.constants.setdefault("_COUNTERS", COUNTERS)
-        args = [f"{self.names[n]}.item()" if buf.by_value else self._on_device(n, group)
+        args = [self._by_value(body, n) if buf.by_value else self._on_device(body, n, group)
                 for n, buf in zip(group.external, kernel.inputs, strict=True)] + [self.names[n] for n in group.stored]
         buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
         args += [name for name, kind in kernel_signature(kernel).items() if kind in ("i32", "fp32") and name not in buffers]  # numels, symbols
@@ -390,14 +391,30 @@ class _WrapperBuilder:
         parts = [self._src(a) for a in args] + [f"{k}={self._src(v)}" for k, v in kwargs.items()]
         return ", ".join(parts)
 
-    def _on_device(self, node: torch.fx.Node, group: Group) -> str:
+    def _by_value(self, body: Emitter, node: torch.fx.Node) -> str:
+        """A 0-dim host float a kernel reads by value (ir.Buffer.by_value): its `.item()`,
+        taken once a call, at the first kernel that reads it, for every kernel that does."""
+        return self._hoist(body, node, "value", f"{self.names[node]}.item()", "by value, for the kernels that read it")
+
+    def _on_device(self, body: Emitter, node: torch.fx.Node, group: Group) -> str:
         """A kernel input by name; a cpu 0-dim tensor read by a device kernel (an input, or a
-        decomposition's scalar_tensor that ran eagerly) is copied to the kernel's device."""
+        decomposition's scalar_tensor that ran eagerly) is copied to the kernel's device,
+        once a call, for every kernel that reads it."""
         val = node.meta.get("val")
         if not isinstance(val, torch.Tensor) or val.device.type == self.device_type:
             return self.names[node]
         device = group.stored[0].meta["val"].device
-        return f"{self.names[node]}.to({self._src(device)})"
+        copy = f"{self.names[node]}.to({self._src(device)})"
+        return self._hoist(body, node, f"on_{device.type}{device.index or ''}", copy, f"copied to {device}, for the kernels that read it")
+
+    def _hoist(self, body: Emitter, node: torch.fx.Node, suffix: str, expr: str, why: str) -> str:
+        """`expr` of `node` computed once a call (group emission is straight-line code, so
+        its first use comes first), named `<node>_<suffix>`."""
+        key = (node, suffix)
+        if key not in self.hoisted:
+            self.hoisted[key] = f"{self.names[node]}_{suffix}"
+            body.line(f"{self.hoisted[key]} = {expr}", f"{node.name} {why}")
+        return self.hoisted[key]
 
     def _src(self, value: Any) -> str:
         if isinstance(value, sympy.Expr):
