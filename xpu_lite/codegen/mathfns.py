@@ -98,7 +98,7 @@ def _digamma(gpu: bool) -> Steps:
         refl = _PI + " / (tl.sin(" + _PI + " * {t}r) / tl.cos(" + _PI + " * {t}r))"
         tail = "{t}c10 + tl.log({t}v10) - 0.5 / {t}v10 - {t}y"  # calc_digamma's (Math.h)
     steps = [("x", "{0}.to(" + dtype + ")"), ("neg", "{t}x < 0.0"), ("r", frac),
-             ("c0", "tl.where({t}neg, -(" + refl + "), 0.0)"), ("v0", "tl.where({t}neg, 1.0 - {t}x, {t}x)")]
+             ("c0", "tl.where({t}neg, " + negate("(" + refl + ")", gpu) + ", 0.0)"), ("v0", "tl.where({t}neg, 1.0 - {t}x, {t}x)")]
     for i in range(10):
         more = f"{{t}}v{i} < 10.0"
         steps += [(f"c{i + 1}", f"tl.where({more}, {{t}}c{i} - {div.format('1.0', f'{{t}}v{i}')}, {{t}}c{i})"),
