@@ -47,7 +47,13 @@ def _ptxas_works() -> str | None:
 
 
 _NO_CUDA_COMPILER = _ptxas_works()
-pytestmark = pytest.mark.skipif(_NO_CUDA_COMPILER is not None, reason=str(_NO_CUDA_COMPILER))
+pytestmark = [pytest.mark.skipif(_NO_CUDA_COMPILER is not None, reason=str(_NO_CUDA_COMPILER))]
+if runtime.interpreter_loop_problem() is not None:
+    # The models run on cpu first, where this interpreter cannot run looped kernels: they
+    # run eagerly with a warning (runtime.interpreter_loop_problem), which pytest.ini makes
+    # an error. Their sources are captured before loading, so they are compiled for cuda all
+    # the same (Triton 3.6 with numpy 2.4: the H100 image of 2026-11-25).
+    pytestmark.append(pytest.mark.filterwarnings("ignore:xpu_lite. kernel_\\d+ failed to compile. RuntimeError. triton"))
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ looped strategy; sizes stay small otherwise (the CPU interpreter is slow).
 """
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -552,3 +554,51 @@ def test_explain_shows_strategy_and_fused_nodes() -> None:
         assert "in kernel_0 (5 nodes; reduces" in reason and "persistent when <= 1024, else looped" in reason
     (graph,) = report.graphs
     assert any("kernel_0_persistent(" in k for k in graph.kernels) and any("kernel_0_looped(" in k for k in graph.kernels)
+
+
+def test_a_looped_kernel_falls_back_where_the_interpreter_cannot_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton before 3.9 with numpy 2.4 cannot run `range(0, rnumel, RBLOCK)` interpreted
+    (runtime.interpreter_loop_problem): a kernel with that loop then runs eagerly with the
+    probe's reason (strict raises it) instead of failing inside the wrapper at its first
+    launch; a kernel without a loop (a pointwise chain: a reduction always has a looped
+    variant) still compiles."""
+    from xpu_lite import runtime
+    from xpu_lite.lowering.decisions import FallbackKind
+
+    reason = "triton 3.6.0's interpreter cannot run a loop (simulated)"
+    monkeypatch.setattr(runtime, "interpreter_loop_problem", lambda: reason)
+    monkeypatch.setattr(runtime, "_KERNELS", {})
+    x = torch.randn(3, 40)
+    with pytest.warns(UserWarning, match=r"kernel_0 failed to compile: RuntimeError: .*\(simulated\).*run eagerly"):
+        report = xpu_lite.explain(lambda t: (t * 2).sum(-1), x)
+    assert {d.reason.kind for d in report.graphs[0].decisions if d.reason} == {FallbackKind.KERNEL_FAILED}
+    assert all(reason in d.reason.detail for d in report.graphs[0].decisions if d.reason)
+    torch._dynamo.reset()
+    with pytest.warns(UserWarning, match="run eagerly"):
+        assert_bitwise(torch.compile(lambda t: (t * 2).sum(-1), backend="xpu_lite", dynamic=True)(x), (x * 2).sum(-1))
+    torch._dynamo.reset()
+    assert_bitwise(torch.compile(lambda t: t * 2 + 1, backend="xpu_lite", dynamic=True)(x), x * 2 + 1)
+    assert xpu_lite.counters.kernels_compiled == 1
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"\(simulated\)"):
+        torch.compile(lambda t: (t * 2).sum(-1), backend="xpu_lite", options={"strict": True})(x)
+
+
+def test_the_interpreter_loop_probe_agrees_with_a_looped_reduction() -> None:
+    """On this stack the probe's answer is what a looped kernel does: None and the looped
+    launch runs (the CI's triton 3.9), or a reason and the kernel runs eagerly with it."""
+    from xpu_lite import runtime
+
+    runtime.interpreter_loop_problem.cache_clear()  # probed while compiling (under fake tensors)
+    x = torch.randn(2, LOOPED_ROW)
+    compiled = torch.compile(lambda t: t.sum(-1), backend="xpu_lite", dynamic=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compiled(x)
+    problem = runtime.interpreter_loop_problem()
+    if problem is None:
+        torch.testing.assert_close(out, x.sum(-1), rtol=1e-5, atol=1e-5)
+        assert xpu_lite.counters.looped_launches == 1 and not caught, [str(w.message) for w in caught]
+    else:
+        assert_bitwise(out, x.sum(-1))
+        assert any(problem in str(w.message) for w in caught), [str(w.message) for w in caught]

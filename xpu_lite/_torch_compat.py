@@ -33,6 +33,7 @@ __all__ = [
     "below_autograd",
     "enable_python_dispatcher",
     "fake_mode_of",
+    "real_tensors",
     "free_unbacked_symbols",
     "statically_known_true",
     "override_cia_kernels",
@@ -417,6 +418,12 @@ def _body_or_ref(original: Callable[..., Any], ref: Callable[..., Any]) -> Calla
             return ref(*args, **kwargs)
 
     return body_or_ref
+
+
+def real_tensors() -> contextlib.AbstractContextManager[Any]:
+    """Real tensors again inside a compile (which traces under a FakeTensorMode): for work
+    the backend does on real data while compiling (runtime.interpreter_loop_problem)."""
+    return torch._subclasses.fake_tensor.unset_fake_temporarily()
 
 
 def fake_mode_of(tensor: torch.Tensor) -> Any:

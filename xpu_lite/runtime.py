@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import linecache
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -223,6 +224,10 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
     key = (digest, device_type)
     if key in _KERNELS:
         return _KERNELS[key]
+    if device_type == "cpu" and _RUNTIME_LOOP.search(source):
+        problem = interpreter_loop_problem()
+        if problem is not None:
+            raise RuntimeError(problem)
     fn = kernel_function(name, source)
     if device_type == "cpu":
         from triton.runtime.interpreter import InterpretedFunction
@@ -235,6 +240,45 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
         compile_ahead(kernel, signature, current_target(), checks_bounds=checks_bounds, ordered=ordered)
     _KERNELS[key] = kernel
     return kernel
+
+
+# a loop over a row whose length is a kernel argument (looped reductions and scans)
+_RUNTIME_LOOP = re.compile(r"^\s*for \w+ in (?:tl\.)?range\(", re.MULTILINE)
+_LOOP_PROBE = """import triton.language as tl
+
+
+def xpu_lite_loop_probe(out_ptr, n):
+    total = 0
+    for i in range(0, n, 1):
+        total += 1
+    tl.store(out_ptr, total)
+"""
+
+
+@functools.cache
+def interpreter_loop_problem() -> str | None:
+    """None, or why this Triton interpreter cannot run a loop whose bound is a kernel
+    argument. Triton before 3.9 passes an int argument to an interpreted kernel as a
+    one-element array and takes `range()`'s bound with int() of it, which numpy 2.4 refuses
+    (TypeError: only 0-dimensional arrays can be converted); 3.9 takes the element. Probed
+    once, by running such a loop. A kernel with such a loop (a reduction's looped variant,
+    an ordered fold) then fails to load and runs eagerly, with this reason, instead of
+    raising numpy's error from inside the wrapper at its first long row: on cpu kernels
+    are for numerics, and eager's are exact."""
+    import triton
+    from triton.runtime.interpreter import InterpretedFunction
+
+    with compat.real_tensors():  # called while compiling
+        out = torch.zeros(1, dtype=torch.int32)
+        try:
+            InterpretedFunction(kernel_function("xpu_lite_loop_probe", _LOOP_PROBE))[(1,)](out, 2)
+        except Exception as exc:  # noqa: BLE001  (any failure of the probe is the answer)
+            cause = exc.__cause__ or exc
+            return (f"triton {triton.__version__}'s interpreter cannot run a loop over a row whose length is a "
+                    f"kernel argument with numpy {np.__version__} ({type(cause).__name__}: {cause}); on cpu, "
+                    f"looped reductions and scans need triton>=3.9 (or numpy<2.4)")
+        steps = int(out.item())
+    return None if steps == 2 else f"triton {triton.__version__}'s interpreter ran a 2-step loop {steps} time(s)"
 
 
 def current_target() -> Any:
