@@ -426,3 +426,17 @@ def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:
                      "_adaptive_avg_pool2d_backward", "adaptive_max_pool3d_backward", "_adaptive_avg_pool3d_backward"}, nodes
     assert any(k.ordered for k in captured) and not all(k.ordered for k in captured)
     _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
+@pytest.mark.parametrize("dtype,rounding", [(torch.float16, "cvt.rn.f16.f32"), (torch.bfloat16, "cvt.rn.bf16.f32")],
+                         ids=["float16", "bfloat16"])
+def test_a_half_precision_cast_read_again_rounds_in_the_ptx(captured, dtype: torch.dtype, rounding: str) -> None:
+    """`x - x.half().float()` (KernelBuilder.round_to): the round trip survives Triton's and
+    LLVM's passes, as a rounding conversion and back, before the float32 subtraction."""
+    _run(lambda x: x - x.to(dtype).float(), torch.randn(8, 16))
+    (kernel,) = captured
+    (name, source), = kernel_sources(kernel, "gpu").items()
+    assert f".to({'tl.float16' if dtype is torch.float16 else 'tl.bfloat16'}).to(tl.float32)" in source, source
+    jit = triton.jit(runtime.kernel_function(name, source))
+    ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]
+    assert rounding in ptx and "sub.f32" in ptx, ptx

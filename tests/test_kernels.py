@@ -930,3 +930,64 @@ def test_polygamma_beyond_trigamma_stays_eager_and_says_why() -> None:
     rows = {row[1]: row for row in report.graphs[0].rows()}
     assert rows["polygamma"][3] == "kernel", rows
     assert rows["polygamma_1"][3] == "fallback" and "n 0 or 1 (digamma, trigamma)" in rows["polygamma_1"][4], rows
+
+
+def _rounding_probes(device: str) -> torch.Tensor:
+    """float32 values whose float16/bfloat16 rounding matters: ties to even, the subnormal
+    ranges, past the largest finite value (inf), NaN, signed zeros, random ones."""
+    special = [0.0, -0.0, 1.0 + 2**-11, 1.0 + 3 * 2**-11, 1.0 + 2**-8, 1.0 + 3 * 2**-8, 65504.0, 65520.0, 65519.99, 1e5,
+               -1e5, 2**-24, 2**-25, 3 * 2**-26, 1e-8, 3.0e38, 3.4e38, float("inf"), float("-inf"), float("nan"), 2049.0]
+    x = torch.cat([torch.tensor(special), torch.randn(43) * 3, torch.randn(16) * 1e-6])
+    return x.reshape(8, 10).to(device)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_a_cast_to_half_precision_rounds_inside_a_kernel(device: str, dtype: torch.dtype) -> None:
+    """`x.half()` read again in the same kernel is x rounded, as eager's tensor holds it:
+    `x - x.half().float()` is the rounding error, not 0 (before: the cast was dropped, as
+    Inductor drops it without emulate_precision_casts). Also the other dtype boundaries: a
+    value computed in float16/bfloat16 read by a float32 op, a comparison or an argmax is
+    rounded first; a float16 <-> bfloat16 cast; int -> float16 (2049 -> 2048);
+    full(0.1, dtype). Each is one exact rounding: bitwise eager's on every device."""
+    other = torch.bfloat16 if dtype is torch.float16 else torch.float16
+
+    def fn(x, y, d, i):
+        low = x.to(dtype)
+        error = x - low.float()  # the rounding error
+        cancel = low - y  # y is exactly a `dtype` value: eager's difference is of the rounded x
+        scaled = (y * 3).float()  # computed in `dtype`, then read as float32
+        above = (y * 3) > 1.0  # compared as eager's rounded tensor
+        first = (y + d).argmax(-1)  # of 1.0 and 1.0 + 2**-12, both 1.0 once rounded: the first
+        crossed = low.to(other).float()
+        counted = i.to(dtype).float()
+        filled = torch.full_like(x, 0.1, dtype=dtype).float() - 0.1
+        return error, cancel, scaled, above, first, crossed, counted, filled
+
+    x = _rounding_probes(device)
+    y = (torch.randn(8, 10, device=device) * 2).to(dtype)
+    y[0, 0] = 683 / 2048 if dtype is torch.float16 else 171 / 512  # 3y is 1 + half an ulp or less: rounds to 1
+    y[1] = 0.5
+    y[1, 3:5] = 1.0
+    d = torch.zeros(8, 10, device=device, dtype=dtype)
+    d[1, 4] = 2**-12
+    i = torch.arange(2040, 2120, device=device).reshape(8, 10)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        out = compiled(x, y, d, i)
+    assert_bitwise(out, fn(x, y, d, i), nan_payloads=False)
+    assert out[0].nan_to_num(0.0, 0.0, 0.0).abs().max() > 0, "the rounding error is kept"
+    assert not [d for r in reports for d in r.fallbacks], [str(d.reason) for r in reports for d in r.fallbacks]
+    sources = "\n".join(src for r in reports for src in r.kernels)
+    assert ".to(tl.float16).to(tl.float32)" in sources or "0x7FFF" in sources, sources
+
+
+def test_values_of_one_half_precision_dtype_are_rounded_once(device: str) -> None:
+    """Inside float16 math (every node float16) values stay float32 and are rounded once,
+    on store, as Inductor does: no rounding is added between `*` and `+`."""
+    def fn(a, b):
+        return a * b + a
+
+    a, b = (torch.randn(6, 5, device=device).half() for _ in range(2))
+    _, sources = xpu_lite.run_and_get_code(torch.compile(fn, backend="xpu_lite", dynamic=True), a, b)
+    kernel = [src for src in xpu_lite.explain(fn, a, b, dynamic=True).graphs[0].kernels][0]
+    assert ".to(tl.float16).to(tl.float32)" not in kernel and "0x7FFF" not in kernel, kernel

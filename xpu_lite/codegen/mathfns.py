@@ -334,6 +334,12 @@ INTERPRETER_FUNCTIONS: MathTable = {
 }
 
 
+# fp32 {0} rounded to the nearest bfloat16, to nearest even, still fp32 (its low 16 bits 0,
+# so a truncating cast to bfloat16 is then exact)
+BF16_BY_HAND = ("(({0}.to(tl.uint32, bitcast=True) + 0x7FFF + (({0}.to(tl.uint32, bitcast=True) >> 16) & 1)) "
+                "& 0xFFFF0000).to(tl.float32, bitcast=True)")
+
+
 # op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
 # targets share an entry unless TARGET_MATH overrides it. The interpreter's libdevice is
 # a stub and tl.maximum drops NaN, so NaN handling and accurate compositions are spelled out.
@@ -394,6 +400,10 @@ MATH: MathTable = {
     "copysign": "(({0}.to(tl.int32, bitcast=True) & 2147483647) | ({1}.to(tl.int32, bitcast=True) & -2147483648))"
                 ".to(tl.float32, bitcast=True)",
     "signbit": _SIGNBIT,
+    # a float32 value as a float16/bfloat16 tensor holds it (KernelBuilder.round_to), still
+    # float32: to nearest even (the interpreter's fp32 -> bf16 cast truncates: by hand)
+    "round_float16": "{0}.to(tl.float16).to(tl.float32)",
+    "round_bfloat16": BF16_BY_HAND,
     # the argument of a real number, as eager's angle_impl: NaN stays, pi below 0 (-0.0: 0)
     "angle": "tl.where({0} != {0}, {0}, tl.where({0} < 0.0, " + _PI + ", 0.0))",
     **INTERPRETER_FUNCTIONS,
@@ -425,5 +435,6 @@ TARGET_MATH: dict[str, MathTable] = {
         **{fn: _bessel(fn, gpu=True) for fn in _BESSEL},  # eager's cuda kernels' float32 series
         # maxnum/minnum (max.f32 on cuda), as eager's fmaxf/fminf: of -0.0 and 0.0 fmax gives 0.0
         "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
+        "round_bfloat16": "{0}.to(tl.bfloat16).to(tl.float32)",  # cvt.rn
     },
 }

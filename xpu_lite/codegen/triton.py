@@ -14,7 +14,7 @@ import torch
 
 from ..lowering import ir
 from .emitter import Emitter
-from .mathfns import INT_MATH, MATH, TARGET_MATH, MathTable
+from .mathfns import BF16_BY_HAND, INT_MATH, MATH, TARGET_MATH, MathTable
 from .printer import pexpr
 
 
@@ -154,9 +154,7 @@ def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
     if dtype is torch.bfloat16 and target == "interpreter":
         # the interpreter truncates fp32 -> bf16: round to nearest even by hand, then the
         # truncating cast is exact
-        bits = f"{value}.to(tl.uint32, bitcast=True)"
-        rounded = f"(({bits} + 0x7FFF + (({bits} >> 16) & 1)) & 0xFFFF0000)"
-        return f"{rounded}.to(tl.float32, bitcast=True).to(tl.bfloat16)"
+        return f"{BF16_BY_HAND.format(value)}.to(tl.bfloat16)"
     return f"{value}.to({TL_DTYPE[dtype]})"
 
 

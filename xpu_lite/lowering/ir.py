@@ -62,8 +62,14 @@ STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, tor
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """fp16/bf16 are computed in fp32 (and rounded once, on store)."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    """fp16/bf16 are computed in fp32 (and rounded once, on store, or where a value leaves
+    its dtype: ROUNDINGS)."""
+    return torch.float32 if dtype in ROUNDINGS else dtype
+
+
+# the math-table op rounding a float32 value to each dtype computed in float32
+# (KernelBuilder.round_to)
+ROUNDINGS = {torch.float16: "round_float16", torch.bfloat16: "round_bfloat16"}
 
 
 def value_symbol(i: int) -> sympy.Symbol:

@@ -12,7 +12,7 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
+from .._torch_compat import FloorDiv, ModularIndexing, real_tensors, sym_expr
 from . import ir
 from .registry import LOWERINGS
 
@@ -301,6 +301,23 @@ class KernelBuilder:
             return self.constant(ir.convert_scalar(current.value, dtype), dtype)
         return self._add(ir.Compute("to", (value,), dtype, node.name))
 
+    def round_to(self, value: int, dtype: torch.dtype, node: torch.fx.Node) -> int:
+        """`value` (float32) as a float16/bfloat16 tensor holds it: rounded to nearest even,
+        unless it is already (a load of a `dtype` buffer, an earlier rounding to `dtype`); a
+        constant is rounded here, as eager converts a Python float (through float32).
+        Values of those dtypes are otherwise computed in float32 and rounded once, on store:
+        this is where one leaves its dtype inside a kernel (see build_group)."""
+        current, op = self.values[value], ir.ROUNDINGS[dtype]
+        if isinstance(current, ir.Compute) and current.op == op:
+            return value
+        if isinstance(current, ir.Load) and any(b.name == current.buffer and b.dtype == dtype for b in self.inputs.values()):
+            return value
+        if isinstance(current, ir.Constant):
+            with real_tensors():  # compiling: under a fake tensor mode
+                rounded = torch.tensor(float(current.value), dtype=torch.float32).to(dtype).item()
+            return self.constant(rounded, torch.float32)
+        return self._add(ir.Compute(op, (self.cast(value, torch.float32, node),), torch.float32, node.name))
+
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
 
@@ -364,10 +381,9 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                     raise ir.IRError(f"{name}: {node.name} loads a value computed in the same kernel (fusion must store it)")
                 operands.append(arg)  # the rule loads it at positions it computes
             elif isinstance(arg, torch.fx.Node):
-                if arg in member_set:
-                    operands.append(ir.Ref(value_of[arg]))
-                elif view_root(arg, is_view) in member_set:  # a row value through a row view or expand: broadcasts
-                    operands.append(ir.Ref(value_of[view_root(arg, is_view)]))
+                if arg in member_set or view_root(arg, is_view) in member_set:  # a view of one: broadcasts
+                    value = value_of[arg if arg in member_set else view_root(arg, is_view)]
+                    operands.append(ir.Ref(_leaving_its_dtype(builder, value, arg, node)))
                 elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
                     operands.append(ir.Ref(builder.sym(arg)))
                 else:
@@ -390,6 +406,17 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
         builder.ordered,
     )
     return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
+
+
+def _leaving_its_dtype(builder: KernelBuilder, value: int, arg: torch.fx.Node, node: torch.fx.Node) -> int:
+    """A float16/bfloat16 value computed in the kernel (float32, not yet rounded) as `node`
+    reads it: rounded where node's result has another dtype (`.float()`, a comparison, an
+    argmax, a float32 softmax), as eager's tensor holds it; unrounded where node computes in
+    the same dtype, rounded once at its store (as Inductor does)."""
+    dtype, out = arg.meta["val"].dtype, node.meta["val"]
+    if dtype not in ir.ROUNDINGS or (isinstance(out, torch.Tensor) and out.dtype == dtype):
+        return value
+    return builder.round_to(value, dtype, node)
 
 
 def _nodes(arg: Any) -> list[Any]:

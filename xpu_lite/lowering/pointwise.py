@@ -205,13 +205,26 @@ def _clamp(names: tuple[str, str], defaults: tuple[Any, Any]) -> Rule:
 
 def _convert(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
     """convert_element_type / _to_copy / clone / lift_fresh_copy: the value itself (cast), stored at the node's strides."""
-    return _arg(b, x, _out_cdt(node), node)
+    return _cast_to_node(b, node, x, node.args[0])
 
 
 def _copy(b: Any, node: torch.fx.Node, dst: Any, src: Any, *rest: Any) -> int:
     """copy(dst, src) (functionalized `dst[...] = src`): src broadcast to dst's shape, cast to
     its dtype, stored at dst's strides; dst's values are not read (registered unread)."""
-    return _arg(b, src, _out_cdt(node), node)
+    return _cast_to_node(b, node, src, node.args[1])
+
+
+def _cast_to_node(b: Any, node: torch.fx.Node, x: Any, source: Any) -> int:
+    """x (the value of FX argument `source`) cast to node's dtype. A cast to float16 or
+    bfloat16 from another dtype rounds: the user asked for it (`x - x.half().float()` is
+    the rounding error, not 0), where a value computed in those dtypes is rounded once, on
+    store (ir.compute_dtype)."""
+    value = _arg(b, x, _out_cdt(node), node)
+    dtype = node.meta["val"].dtype
+    from_dtype = source.meta["val"].dtype if isinstance(source, torch.fx.Node) else None
+    if dtype in ir.ROUNDINGS and from_dtype != dtype:
+        return b.round_to(value, dtype, node)
+    return value
 
 
 def _where(b: Any, node: torch.fx.Node, cond: Any, x: Any, y: Any) -> int:
@@ -221,8 +234,11 @@ def _where(b: Any, node: torch.fx.Node, cond: Any, x: Any, y: Any) -> int:
 
 def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     value = args[0] if node.target is aten.scalar_tensor.default else args[1]  # full, full_like, fill: (_, value)
-    cdt = _out_cdt(node)
-    return b.compute("broadcast", (_arg(b, value, cdt, node),), node, cdt)
+    cdt, dtype = _out_cdt(node), node.meta["val"].dtype
+    value = _arg(b, value, cdt, node)
+    if dtype in ir.ROUNDINGS:  # full(0.1, dtype=torch.half) holds 0.0999755859375
+        value = b.round_to(value, dtype, node)
+    return b.compute("broadcast", (value,), node, cdt)
 
 
 def _check_mod(node: torch.fx.Node) -> str | None:
