@@ -602,3 +602,26 @@ def test_the_interpreter_loop_probe_agrees_with_a_looped_reduction() -> None:
     else:
         assert_bitwise(out, x.sum(-1))
         assert any(problem in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_a_row_of_one_repeated_value_has_its_exact_mean_and_no_variance(device: str) -> None:
+    """var_mean's corrected two passes (lowering/reduction.py: _variance): over rows of one
+    repeated value the mean is that value and the variance 0, as eager's, so layer_norm
+    gives exactly its bias there. With `sum(x) / n` alone the mean missed by an ulp, and
+    layer_norm multiplied that by 1 / sqrt(eps): 6e-4 at 44.0 (tools/op_chains.py seed
+    1054), 0.3 at 1e4. Other rows stay within the float32 tolerance."""
+    def fn(x, w, b):
+        var, mean = torch.var_mean(x, -1, correction=0, keepdim=True)
+        return var, mean, F.layer_norm(x, x.shape[-1:], w, b), x.std(-1)
+
+    x = torch.randn(6, 37, device=device) * 3
+    for row, value in enumerate((44.0, 1e4, -7.1, 0.1)):
+        x[row] = value
+    w, bias = torch.randn(37, device=device), torch.randn(37, device=device)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    got, want = compiled(x, w, bias), fn(x, w, bias)
+    for g, e in zip(got, want):
+        assert_bitwise(g[:4], e[:4])
+        torch.testing.assert_close(g[4:], e[4:], rtol=1e-4, atol=1e-5)
+    assert torch.equal(got[2][:4], bias.expand(4, 37))
+    assert xpu_lite.counters.kernels_compiled >= 1

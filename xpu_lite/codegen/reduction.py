@@ -56,10 +56,11 @@ _SCAN: dict[str, dict[str, str]] = {
 }
 
 
-# logcumsumexp's carry: a double, as eager's cpu loop (its acc_type). On a gpu too: a float
-# carried through a row's thousands of steps drifts ~10 ulps from float64 (H100, 2026-11-25),
-# where eager's parallel cuda scan stays within 2. (Intel's Arc GPUs have no float64.)
-_LOGADDEXP_CARRY = "tl.float64"
+# logcumsumexp's carry on a gpu: a double. A float carried through a row's thousands of
+# steps drifts ~10 ulps from float64 (H100, 2026-11-25), where eager's parallel cuda scan
+# stays within 2. (Intel's Arc GPUs have no float64.) Under the interpreter: eager's cpu
+# acc_type (ir.Scan.carry).
+_GPU_LOGADDEXP_CARRY = "tl.float64"
 
 
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
@@ -196,7 +197,7 @@ class _Source:
                 value = k.values[i]
                 if isinstance(value, ir.Scan):
                     dtype = k.values[value.arg].dtype if value.op in ir.FOLDS else value.dtype  # a fold carries the value
-                    carried = _LOGADDEXP_CARRY if value.op == "logaddexp" else TL_DTYPE[dtype]
+                    carried = self._carry(value) if value.op == "logaddexp" else TL_DTYPE[dtype]
                     self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, dtype)}, {carried})",
                                   f"{value.node}: the chunks before")
                     if value.op.startswith("arg"):
@@ -290,6 +291,11 @@ class _Source:
         self.out.line(f"{name} = carry{i}{'_index' if value.op.startswith('arg') else ''}")
         self.names[i] = name
 
+    def _carry(self, value: ir.Scan) -> str:
+        if self.target == "gpu" or value.carry is None:
+            return _GPU_LOGADDEXP_CARRY
+        return "tl.float64" if value.carry is torch.float64 else TL_DTYPE[value.carry]
+
     def _log_add_exp(self, i: int, name: str) -> None:
         """logcumsumexp's fold, eager's _log_add_exp_helper(x, carry): with lo/hi the min/max
         of the two (the carry where it is NaN, else std::min/max's choice, x for a NaN x),
@@ -297,11 +303,17 @@ class _Source:
         value = self.k.values[i]
         assert isinstance(value, ir.Scan)
         c, v = f"carry{i}", f"lse{i}"
-        self.out.line(f"{v}_x = {self.names[value.arg]}.to({_LOGADDEXP_CARRY})", value.node)
+        self.out.line(f"{v}_x = {self.names[value.arg]}.to({self._carry(value)})", value.node)
         self.out.line(f"{v}_lo = tl.where({c} != {c}, {c}, tl.where({c} < {v}_x, {c}, {v}_x))")
         self.out.line(f"{v}_hi = tl.where({c} != {c}, {c}, tl.where({v}_x < {c}, {c}, {v}_x))")
-        self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"{v}_lo - {v}_hi"))
-        self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e") + f" + {v}_hi")
+        if self.target == "interpreter" and value.carry is torch.float32:
+            # eager's expf and log1pf, correctly rounded: each in double, rounded to float
+            # (numpy's float32 exp is not, and the interpreter's log1p is composed)
+            self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"({v}_lo - {v}_hi).to(tl.float64)") + ".to(tl.float32)")
+            self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e.to(tl.float64)") + f".to(tl.float32) + {v}_hi")
+        else:
+            self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"{v}_lo - {v}_hi"))
+            self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e") + f" + {v}_hi")
         self.out.line(f"{c} = tl.where(mask, tl.where(({v}_lo != {v}_hi) | (tl.abs({v}_lo) < float('inf')), {v}_sum, "
                       f"{v}_x), {c})")
         self.out.line(f"{name} = {c}.to({TL_DTYPE[value.dtype]})")

@@ -145,6 +145,9 @@ class Scan:
     arg: int
     dtype: torch.dtype  # accumulator and result dtype
     node: str
+    # logaddexp's carry under the interpreter: eager's cpu acc_type for the input's dtype
+    # (double for float32, float for float16/bfloat16); a gpu carries a double
+    carry: torch.dtype | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -344,8 +344,8 @@ class KernelBuilder:
     def reduce(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
         return self._add(ir.Reduce(op, value, dtype, node.name))
 
-    def scan(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype) -> int:
-        return self._add(ir.Scan(op, value, dtype, node.name))
+    def scan(self, op: str, value: int, node: torch.fx.Node, dtype: torch.dtype, carry: torch.dtype | None = None) -> int:
+        return self._add(ir.Scan(op, value, dtype, node.name, carry))
 
 
 def _pure_key(value: ir.Value) -> tuple[Any, ...] | None:

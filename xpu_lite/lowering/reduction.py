@@ -6,7 +6,8 @@ naming the dims of its input it reduces (fusion builds the kernel's space from i
 Numerics follow torch: fp16/bf16 accumulate in fp32 and round once on store; integer and
 bool sums and products accumulate in int64; max/min propagate NaN and arg* return the
 first index of the extreme value (NaN counting as the max and the min); variance is two
-passes (mean, then the sum of squared deviations) divided by max(n - correction, 0), so
+passes (mean, then the sum of squared deviations, both corrected by the deviations' sum:
+_variance) divided by max(n - correction, 0), so
 n <= correction gives inf or NaN as in eager. Empty rows give the identity (sum 0, prod 1,
 any False, all True, mean and var NaN); max/min/arg* of an empty row raise, as in eager,
 from the wrapper. A 0-dim input has one element and nothing to reduce: those ops are
@@ -164,17 +165,27 @@ def _boolean(op: str) -> Callable[..., int]:
 
 
 def _variance(b: Any, node: torch.fx.Node, x: Any) -> tuple[int, int]:
-    """(var, mean) in two passes: the mean, then the squared deviations from it."""
+    """(var, mean) in two passes, corrected (Chan, Golub and LeVeque's corrected two-pass
+    algorithm): the mean m of the first pass, then the deviations d = x - m, whose sum (the
+    rounding m missed) corrects both, mean = m + sum(d) / n and var = (sum(d * d) -
+    sum(d)**2 / n) / divisor, clamped at 0. A row of one repeated value then has exactly
+    that mean and variance 0, as eager's: `sum(x) / n` alone misses the value by an ulp,
+    which a layer_norm of the row (exactly 0 in eager) multiplies by 1 / sqrt(eps)."""
     f32 = torch.float32
     value = _arg(b, x, f32, node)
     n = b.cast(b.rnumel(), f32, node)
-    mean = b.compute("truediv", (b.reduce("sum", value, node, f32), n), node, f32)
-    deviation = b.compute("sub", (value, mean), node, f32)
+    first = b.compute("truediv", (b.reduce("sum", value, node, f32), n), node, f32)
+    deviation = b.compute("sub", (value, first), node, f32)
+    drift = b.reduce("sum", deviation, node, f32)
     squares = b.reduce("sum", b.compute("square", (deviation,), node, f32), node, f32)
+    mean = b.compute("add", (first, b.compute("truediv", (drift, n), node, f32)), node, f32)
+    spread = b.compute("sub", (squares, b.compute("truediv", (b.compute("square", (drift,), node, f32), n), node, f32)), node, f32)
+    zero = b.constant(0.0, f32)
+    spread = b.compute("clamp_min", (spread, zero), node, f32)
     correction = node.kwargs.get("correction")
     correction = 1.0 if correction is None else float(correction)
-    divisor = b.compute("clamp_min", (b.compute("sub", (n, b.constant(correction, f32)), node, f32), b.constant(0.0, f32)), node, f32)
-    return b.compute("truediv", (squares, divisor), node, f32), mean
+    divisor = b.compute("clamp_min", (b.compute("sub", (n, b.constant(correction, f32)), node, f32), zero), node, f32)
+    return b.compute("truediv", (spread, divisor), node, f32), mean
 
 
 def _var(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
@@ -216,13 +227,16 @@ def _running_extreme(op: str) -> Callable[..., tuple[int, int]]:
 
 def _logcumsumexp(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
     """logcumsumexp: eager's cpu loop, one element at a time in order (codegen/reduction.py
-    folds it), carried in a double under the interpreter, in float on a gpu."""
-    cdt = ir.compute_dtype(node.meta["val"].dtype)
+    folds it), carried under the interpreter in eager's cpu acc_type, a double for float32
+    and a float for float16/bfloat16 (a double carry there missed eager's result by an ulp
+    on about one random row in seven); on a gpu in a double."""
+    dtype = node.meta["val"].dtype
+    cdt = ir.compute_dtype(dtype)
     value = _arg(b, x, cdt, node)
     if _zero_dim(node):
         return value  # log(exp(-inf) + exp(x)), eager's helper: x itself
     b.in_order()
-    return b.scan("logaddexp", value, node, cdt)
+    return b.scan("logaddexp", value, node, cdt, torch.float32 if dtype in ir.ROUNDINGS else torch.float64)
 
 
 def scanned_dim(node: torch.fx.Node) -> tuple[int, ...] | None:
