@@ -61,6 +61,7 @@ _SCAN: dict[str, dict[str, str]] = {
 # stays within 2. (Intel's Arc GPUs have no float64.) Under the interpreter: eager's cpu
 # acc_type (ir.Scan.carry).
 _GPU_LOGADDEXP_CARRY = "tl.float64"
+_TL_CARRY = {torch.float64: "tl.float64", torch.float32: "tl.float32"}
 
 
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
@@ -292,9 +293,7 @@ class _Source:
         self.names[i] = name
 
     def _carry(self, value: ir.Scan) -> str:
-        if self.target == "gpu" or value.carry is None:
-            return _GPU_LOGADDEXP_CARRY
-        return "tl.float64" if value.carry is torch.float64 else TL_DTYPE[value.carry]
+        return _GPU_LOGADDEXP_CARRY if self.target == "gpu" else _TL_CARRY[value.carry]
 
     def _log_add_exp(self, i: int, name: str) -> None:
         """logcumsumexp's fold, eager's _log_add_exp_helper(x, carry): with lo/hi the min/max
@@ -306,14 +305,12 @@ class _Source:
         self.out.line(f"{v}_x = {self.names[value.arg]}.to({self._carry(value)})", value.node)
         self.out.line(f"{v}_lo = tl.where({c} != {c}, {c}, tl.where({c} < {v}_x, {c}, {v}_x))")
         self.out.line(f"{v}_hi = tl.where({c} != {c}, {c}, tl.where({v}_x < {c}, {c}, {v}_x))")
-        if self.target == "interpreter" and value.carry is torch.float32:
-            # eager's expf and log1pf, correctly rounded: each in double, rounded to float
-            # (numpy's float32 exp is not, and the interpreter's log1p is composed)
-            self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"({v}_lo - {v}_hi).to(tl.float64)") + ".to(tl.float32)")
-            self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e.to(tl.float64)") + f".to(tl.float32) + {v}_hi")
-        else:
-            self.out.line(f"{v}_e = " + _unary(self.table["exp"], f"{v}_lo - {v}_hi"))
-            self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e") + f" + {v}_hi")
+        # a float carry under the interpreter: eager's expf and log1pf, correctly rounded (each
+        # in double, rounded to float: numpy's float32 exp is not, the interpreter's log1p is composed)
+        wide, narrow = (".to(tl.float64)", ".to(tl.float32)") if self._carry(value) == "tl.float32" else ("", "")
+        difference = f"({v}_lo - {v}_hi){wide}" if wide else f"{v}_lo - {v}_hi"
+        self.out.line(f"{v}_e = " + _unary(self.table["exp"], difference) + narrow)
+        self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e{wide}") + f"{narrow} + {v}_hi")
         self.out.line(f"{c} = tl.where(mask, tl.where(({v}_lo != {v}_hi) | (tl.abs({v}_lo) < float('inf')), {v}_sum, "
                       f"{v}_x), {c})")
         self.out.line(f"{name} = {c}.to({TL_DTYPE[value.dtype]})")
