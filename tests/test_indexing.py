@@ -385,3 +385,39 @@ def test_a_graph_with_no_tensor_input_runs_where_it_makes_its_tensors() -> None:
     assert compat.fake_tensor_device([torch.ones(2), 3], gm) == "cpu"  # a tensor input decides
     made.meta["example_value"] = torch.empty(3)
     assert compat.fake_tensor_device([3], gm) == "cpu"
+
+
+def test_a_size_one_dim_gives_masks_known_while_building(device: str) -> None:
+    """Along a dim of size 1 an element's coordinate is the constant 0, so a placing op's
+    mask there is known while the kernel is built: every lane (a step of 2 over one
+    element) or none (an empty source), and no load is masked by a constant. Before, the
+    mask was a Python bool in the kernel, which the interpreter cannot `&` with the lane
+    mask ("mask has unsupported dtype"; found by tools/op_chains.py, seed 2032 at
+    --length 8 --training: the gradient of an expand, then a step along the new dim)."""
+    def fn(x):
+        every = torch.slice_scatter(torch.zeros_like(x), x * 2, 1, 0, None, 2)
+        none = torch.slice_scatter(x, x[:, 1:] * 2, 1, 1)
+        return every, none
+
+    def chain(t):
+        return F.pad(t[1:-1], (1, 2)).unsqueeze(0).expand(2, -1, -1, -1)[:, ::2]
+
+    compiled, compiled_chain = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (fn, chain))
+    with capture() as reports:
+        for n in (3, 5):
+            x = torch.randn(n, 1, 4, device=device)
+            for a, e in zip(compiled(x), fn(x), strict=True):
+                assert_bitwise(a, e)
+            ours, eagers = (torch.randn(3, n, 4, device=device).requires_grad_() for _ in range(2))
+            with torch.no_grad():
+                eagers.copy_(ours)
+            for f, leaf in ((compiled_chain, ours), (chain, eagers)):
+                out = f(leaf)
+                out.backward(torch.arange(out.numel(), dtype=out.dtype, device=device).reshape(out.shape))
+            assert_bitwise(ours.grad, eagers.grad)
+    scatters = [d for r in reports for d in r.decisions if d.op == "aten.slice_scatter.default"]
+    assert len(scatters) >= 4 and all(d.kind is DecisionKind.KERNEL for d in scatters), scatters
+    for kernel in (k for r in reports for k in r.kernels):
+        constants = set(re.findall(r"^\s*(tmp\d+) = (?:True|False)$", kernel, re.M))
+        masks = set(re.findall(r"mask=xmask & (tmp\d+)", kernel))
+        assert not constants & masks, kernel

@@ -101,7 +101,7 @@ def draw(rng: random.Random, dim: int) -> tuple[str, Op]:
             "cat": lambda t: torch.cat([t, t * 2], d), "pad": lambda t: F.pad(t, (1, 2)), "flip": lambda t: t.flip(d),
             "repeat": lambda t: t.repeat(*([1] * (dim - 1) + [2])), "roll": lambda t: t.roll(1, d),
         }
-        return f"{name} along {d}", placing[name]
+        return f"{name} along {d if name in ('cat', 'flip', 'roll') else dim - 1}", placing[name]  # pad, repeat: the last dim
     if kind == "norm":
         return "layer_norm", lambda t: F.layer_norm(t, t.shape[-1:])
     if kind == "index":
@@ -148,6 +148,12 @@ def compare(got: torch.Tensor, want: torch.Tensor, reference: torch.Tensor, mode
     return _against_float64(got, want, reference, 2.0, 1e-6)
 
 
+def _error(exc: Exception) -> str:
+    """An exception as one line: its type and its message's first line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
+
+
 def check(seed: int, length: int, mode: str, dtype: torch.dtype, training: bool, show: bool = False) -> tuple[str | None, list[str]]:
     """(None or why the program of `seed` failed, its op names)."""
     import xpu_lite
@@ -166,13 +172,16 @@ def check(seed: int, length: int, mode: str, dtype: torch.dtype, training: bool,
             else:
                 got = compiled(ours)
         except Exception as exc:  # noqa: BLE001  (reported as the program's verdict)
-            return f"size {size}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}", names
+            return f"size {size}: {_error(exc)}", names
         want, reference = program(eager), program(exact)
         if problem := compare(got.detach(), want.detach(), reference.detach(), mode):
             return f"size {size}: {problem}", names
         if training and want.requires_grad and want.is_floating_point():
             weights = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
-            got.backward(weights.to(got.dtype))
+            try:
+                got.backward(weights.to(got.dtype))
+            except Exception as exc:  # noqa: BLE001  (as above: the backward graph runs here)
+                return f"size {size}, backward: {_error(exc)}", names
             want.backward(weights.to(want.dtype))
             reference.backward(weights.double())
             # prod's derivative branches on tensor subclasses, which a trace's fake tensors

@@ -165,6 +165,15 @@ def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple
     return offset + sum((c * eff[d] for d, c in zip(after, x)), sympy.Integer(0))
 
 
+# comparisons and logic of integer constants, computed while building the kernel, so that no
+# mask is a Python bool in the kernel: the interpreter cannot `&` one with a lane mask
+_BOOL_FOLDS: dict[str, Any] = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "logical_and": lambda a, b: bool(a) and bool(b), "logical_or": lambda a, b: bool(a) or bool(b),
+    "logical_xor": lambda a, b: bool(a) != bool(b), "logical_not": lambda a: not a,
+}
+_ABSORBING = {"logical_and": False, "logical_or": True}  # the constant that decides the result alone
+
 # 0-dim host tensors of these dtypes are kernel arguments by value (ir.Buffer.by_value)
 BY_VALUE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -220,6 +229,10 @@ class KernelBuilder:
         """A Load of `node` from its root's buffer (an input of the kernel from now on),
         `index` being the element's offset in `node`."""
         val, root_val = node.meta["val"], root.meta["val"]
+        if mask is not None and (known := self._known_int(mask)) is not None:
+            if not known:  # no lane loads: the masked load's `other`
+                return self.constant(ir.convert_scalar(0, ir.compute_dtype(val.dtype)), ir.compute_dtype(val.dtype))
+            mask = None
         if root not in self.inputs:
             by_value = root_val.dim() == 0 and root_val.device.type == "cpu" and root_val.dtype in BY_VALUE_DTYPES
             name = f"in_val{len(self.inputs)}" if by_value else f"in_ptr{len(self.inputs)}"
@@ -319,7 +332,22 @@ class KernelBuilder:
         return self._add(ir.Compute(op, (self.cast(value, torch.float32, node),), torch.float32, node.name))
 
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
+        if op in _BOOL_FOLDS and dtype is torch.bool:
+            known = [self._known_int(i) for i in operands]
+            if all(k is not None for k in known):
+                return self.constant(bool(_BOOL_FOLDS[op](*known)), torch.bool)
+            if op in _ABSORBING and len(operands) == 2 and all(self.values[i].dtype is torch.bool for i in operands):
+                for k, other in zip(known, reversed(operands)):
+                    if k is not None:  # True & b is b, False & b is False (and | the other way)
+                        return other if bool(k) != _ABSORBING[op] else self.constant(_ABSORBING[op], torch.bool)
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
+
+    def _known_int(self, value: int) -> int | bool | None:
+        """An integer or bool constant's value (a size-1 dim's coordinate is the constant 0), else None."""
+        current = self.values[value]
+        if isinstance(current, ir.Constant) and isinstance(current.value, (bool, int)):
+            return current.value
+        return None
 
     def all_of(self, conditions: list[int], node: torch.fx.Node) -> int | None:
         """The lanes where every bool value holds; None (every lane) for none."""
