@@ -1,14 +1,22 @@
 """The generated wrapper as text and as a stage on its own (no device, no Dynamo)."""
 from __future__ import annotations
 
+import copy
+import math
+import random
+import struct
+
+import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import xpu_lite
 from xpu_lite.codegen import generate_wrapper
+from xpu_lite.codegen.prims import HOST_FLOATS, host_cast
 from xpu_lite.config import parse_config
 from xpu_lite.decomp import build_plan
-from xpu_lite.lowering import partition
+from xpu_lite.lowering import DecisionKind, partition
+from xpu_lite.report import capture
 from xpu_lite.runtime import load_wrapper
 
 
@@ -115,3 +123,54 @@ def test_a_tensorified_float_is_converted_by_aten_not_prims() -> None:
     with torch.no_grad():
         report = str(xpu_lite.explain(model, torch.randn(2, 8), mode="lite", dynamic=True))
     assert "called as aten._to_copy.default (what the prims op's Python implementation runs)" in report, report
+
+def test_host_cast_is_eagers_conversion() -> None:
+    """codegen/prims.host_cast gives what a 0-dim tensor of each float dtype holds of a
+    float64 value: ties to even, subnormals, overflow to inf, NaN, -0.0, and float16/
+    bfloat16 rounded through float32 as c10 converts (1 + 2**-11 + 2**-40 is 1.0 in
+    float16, not the nearer 1 + 2**-10); edge values and 4000 random bit patterns."""
+    edges = [0.0, -0.0, 1e-6, 0.1, 1 / 3, 65504.0, 65519.99, 65520.0, 3.4028234663852886e38, 3.4028235e38, 3.5e38,
+             -1e39, 1e-45, 7e-46, 6e-8, 2.98e-8, 2.99e-8, 1e-40, math.inf, -math.inf, math.nan, 1 + 2 ** -24,
+             1 + 2 ** -24 + 2 ** -60, 1 + 3 * 2 ** -24, 2049.0, 2051.0, 257.0, 259.0, 1 + 2 ** -8 + 2 ** -40,
+             3.3895313892515355e38, 3.39e38, 1 + 2 ** -11 + 2 ** -40]
+    rng = random.Random(0)
+    patterns = [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(4000)]
+    values = edges + [v * 2.0 ** -rng.randrange(1100) if rng.random() < 0.5 else v for v in patterns]
+    for dtype in HOST_FLOATS:
+        wants = torch.tensor(values, dtype=torch.float64).to(dtype).tolist()
+        for value, want in zip(values, wants, strict=True):
+            got = host_cast(value, dtype)
+            assert (math.isnan(got) and math.isnan(want)) or (got == want and math.copysign(1, got) == math.copysign(1, want)), \
+                (dtype, value, got, want)
+        for value in edges:  # the 0-dim copy itself
+            want = torch.tensor(value, dtype=torch.float64).to(dtype).item()
+            assert host_cast(value, dtype) == want or math.isnan(want), (dtype, value)
+    assert host_cast(1 + 2 ** -11 + 2 ** -40, torch.float16) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_a_tensorified_float_read_by_kernels_is_cast_in_python(device: str, dtype: torch.dtype) -> None:
+    """In the default mode an RMSNorm's eps (a Python float: under dynamic=True a float64
+    tensor input, cast to float64 then float32 by prims.convert_element_type) is read by
+    value by the kernel: the wrapper casts the float in Python, with no aten call and no
+    tensor. The norm is one kernel in every dtype. Before, in float16/bfloat16 the
+    dtype-keeping cast of the sum was refused ("torch.float16 is not a kernel literal"),
+    which split it into three kernels and a fallback."""
+    model = _RMSNorm().to(device=device, dtype=dtype)
+    reference = copy.deepcopy(model).double()
+    compiled = torch.compile(model, backend="xpu_lite", dynamic=True)
+    ulp = torch.finfo(dtype).eps
+    with torch.no_grad(), capture() as reports:
+        for batch in (2, 3, 5):
+            x = torch.randn(batch, 8, device=device).to(dtype)
+            got = compiled(x)
+            assert got.dtype == dtype
+            torch.testing.assert_close(got.double(), reference(x.double()), rtol=2 * ulp, atol=2 * ulp)
+    assert xpu_lite.counters.forward_graphs == 1
+    source = reports[0].source
+    assert "_host_cast(" in source and "_to_copy" not in source and "torch.ops.prims." not in source, source
+    kernels = {d.kernel.split()[0] for d in reports[0].decisions if d.kind is DecisionKind.KERNEL}
+    assert kernels == {"kernel_0"}, reports[0].decisions
+    casts = [d for d in reports[0].decisions if d.op == "prims.convert_element_type.default" and d.kind is DecisionKind.FALLBACK]
+    assert len(casts) == 2 and all("no call: a host float the kernels read by value" in d.note for d in casts), casts
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .bindings import plan_bindings
 from .identities import plan_identities
 from .inplace import plan_inplace
-from .prims import plan_prims
+from .prims import plan_host_values, plan_prims
 from .wrapper import CallPlan, WrapperCode, generate_wrapper
 
-__all__ = ["CallPlan", "WrapperCode", "generate_wrapper", "plan_bindings", "plan_identities", "plan_inplace", "plan_prims"]
+__all__ = ["CallPlan", "WrapperCode", "generate_wrapper", "plan_bindings", "plan_identities", "plan_inplace", "plan_prims", "plan_host_values"]

@@ -30,7 +30,7 @@ from ..report import COUNTERS
 from ..runtime import gpu_launch_options, index_type, pick_block, pick_reduction, pick_tile
 from .emitter import Emitter
 from .printer import pexpr
-from .prims import aten_arguments
+from .prims import aten_arguments, host_cast
 from .triton import kernel_signature
 
 aten = torch.ops.aten
@@ -74,6 +74,7 @@ class CallPlan:
     bindings: dict[str, str] = dataclasses.field(default_factory=dict)  # eager's binding text, codegen/bindings.py
     identities: frozenset[str] = frozenset()  # detach nodes emitted as their input, codegen/identities.py
     prims: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/prims.py
+    host_values: dict[str, torch.dtype] = dataclasses.field(default_factory=dict)  # casts computed in Python, codegen/prims.py
 
     def notes(self) -> list[tuple[str, str]]:
         """(node, what explain() says of the call) for every planned fallback."""
@@ -81,7 +82,10 @@ class CallPlan:
             *((n, f"runs in place as {op}") for n, op in self.inplace.items()),
             *((n, f"called as {b}") for n, b in self.bindings.items()),
             *((n, "no call: the same tensor (detach with grad off, as in every compiled graph)") for n in sorted(self.identities)),
-            *((n, f"called as {op} (what the prims op's Python implementation runs)") for n, op in self.prims.items()),
+            *((n, f"called as {op} (what the prims op's Python implementation runs)") for n, op in self.prims.items()
+              if n not in self.host_values),
+            *((n, "no call: a host float the kernels read by value, cast in Python as eager's copy does")
+              for n in self.host_values),
         ]
 
 
@@ -255,6 +259,11 @@ class _WrapperBuilder:
         kind, target = decision.kind, node.target
         if node.name in self.calls.identities:
             body.line(f"{var} = {self._src(node.args[0])}", f"{node.name} (detach: the same tensor, grad is off in a compiled graph)")
+        elif node.name in self.calls.host_values:
+            self.constants.setdefault("_host_cast", host_cast)
+            value = self._by_value(body, node.args[0])
+            body.line(f"{var} = _host_cast({value}, {self.calls.host_values[node.name]})",
+                      f"{node.name} (a float, no tensor: the kernels read it by value)")
         elif kind is DecisionKind.SIZE:
             expr = self.size_expr.get(node)
             if expr is not None:
@@ -393,7 +402,10 @@ class _WrapperBuilder:
 
     def _by_value(self, body: Emitter, node: torch.fx.Node) -> str:
         """A 0-dim host float a kernel reads by value (ir.Buffer.by_value): its `.item()`,
-        taken once a call, at the first kernel that reads it, for every kernel that does."""
+        taken once a call, at the first kernel that reads it, for every kernel that does; a
+        cast the wrapper computes (CallPlan.host_values) is that float already."""
+        if node.name in self.calls.host_values:
+            return self.names[node]
         return self._hoist(body, node, "value", f"{self.names[node]}.item()", "by value, for the kernels that read it")
 
     def _on_device(self, body: Emitter, node: torch.fx.Node, group: Group) -> str:

@@ -83,6 +83,8 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
                     return "an input of higher rank than the result"
             elif isinstance(arg, (list, tuple)):
                 continue  # a size (full): the iteration space comes from the output
+            elif isinstance(arg, torch.dtype):
+                continue  # prims.convert_element_type's (the only positional one): the result's dtype, checked above
             elif not (_scalar_ok(arg) or arg is None):
                 return f"the argument {arg!r} is not a kernel literal (bool, float, int64 int)"
         if extra is not None and not extra[0](node):
