@@ -127,6 +127,27 @@ def test_hf_models_counts_the_fallbacks_of_the_default_mode(capsys) -> None:
     assert "aten.cat.default" not in table and "slice_scatter" not in table, table  # the KV cache and its gradient: kernels
 
 
+def test_hf_models_judges_half_precision_against_float64(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--dtype bfloat16 in the default mode: each tensor no further from a float64 copy of
+    the model than twice eager's error plus an ulp of its norm; logits 5% off fail it."""
+    pytest.importorskip("transformers", reason="tools/hf_models.py needs transformers (scripts/bootstrap.sh installs it)")
+    from tools import hf_models
+
+    argv = ["--models", "llama", "--mode", "default", "--dtype", "bfloat16", "--lengths", "6,9", "--no-training"]
+    assert hf_models.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "mode default, bfloat16," in out and "llama     inference ok" in out, out
+    run, calls = hf_models._run, []
+
+    def five_percent_off(model, ids, kwargs, training):  # check() runs eager, compiled, float64 per length
+        calls.append(model)
+        return [(label, t * 1.05 if len(calls) % 3 == 2 else t) for label, t in run(model, ids, kwargs, training)]
+
+    monkeypatch.setattr(hf_models, "_run", five_percent_off)
+    assert hf_models.main(argv) == 1
+    assert "logits error vs float64" in capsys.readouterr().out
+
+
 def test_hf_models_with_eager_bindings_is_bitwise_and_counts_boxed_calls(capsys) -> None:
     pytest.importorskip("transformers", reason="tools/hf_models.py needs transformers (scripts/bootstrap.sh installs it)")
     from tools import hf_models

@@ -16,12 +16,16 @@ installed it does not pull another one):
     python tools/hf_models.py --models llama,t5 --lengths 8,12,17 --no-training
     python tools/hf_models.py --option eager_bindings=True   # any xpu_lite option, repeatable
     python tools/hf_models.py --mode default --lengths 8 --fallbacks   # what still runs eagerly, and why
+    python tools/hf_models.py --dtype bfloat16 --mode default   # against a float64 copy of each model
 
 Lite mode must be bitwise equal to eager (logits; in training the loss and every
 parameter's gradient); the default mode is compared per tensor by the norm of the
 difference, at most --rtol times the norm of eager's plus --atol per element (the key
 bias's gradient is 0 in exact math: eager and the kernels give different rounding noise,
-~1e-11). Every mode must compile once
+~1e-11). With --dtype float16/bfloat16 the default mode is compared with a float64 copy of
+the model (the same rounded weights): per tensor, the norm of our error at most twice
+eager's plus one unit in the last place of the reference's norm (and --atol per element);
+values inside a kernel stay float32, so ours is often the nearer. Every mode must compile once
 for all lengths (no recompile). Prints a line per model and phase as it goes; exits 1 if
 anything failed, 2 if transformers is missing.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
+import copy
 import re
 import sys
 import time
@@ -84,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--atol", type=float, default=1e-8, help="default mode only: per element, added to rtol's bound")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="an xpu_lite option (value a Python literal, else a string), repeatable")
+    parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32",
+                        help="the models' parameters and compute dtype")
     parser.add_argument("--fallbacks", action="store_true",
                         help="at the end, the eager calls of every compiled graph by op and reason kind, most first")
     args = parser.parse_args(argv)
@@ -119,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}, mode {args.mode}, lengths {lengths}"
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, mode {args.mode}, {args.dtype}, "
+          f"lengths {lengths}"
           + (f", options {options}" if options else ""), flush=True)
     failed = 0
     fallbacks: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -130,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: skipped, transformers {transformers.__version__} has no {model_cls}")
             continue
         torch.manual_seed(0)
-        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args))
+        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).to(getattr(torch, args.dtype))
         for training in (False,) if args.no_training else (False, True):
             verdict = check(model.train(training), extra, lengths, args.mode, training, args.rtol, args.atol, options,
                             fallbacks)
@@ -157,6 +165,9 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
         compiled = torch.compile(model, backend="xpu_lite", options={"mode": lite, **options}, dynamic=True)
     else:
         compiled = torch.compile(model, backend="xpu_lite", mode=lite, dynamic=True)
+    dtype = next(model.parameters()).dtype
+    # half precision, default mode: judged against float64 (the same rounded weights)
+    reference = copy.deepcopy(model).double() if mode == "default" and dtype in (torch.float16, torch.bfloat16) else None
     worst, first = 0.0, 0
     began = time.perf_counter()
     with capture() as reports:
@@ -165,6 +176,7 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
             try:
                 want = _run(model, ids, extra(ids), training)
                 got = _run(compiled, ids, extra(ids), training)
+                exact = _run(reference, ids, extra(ids), training) if reference is not None else None
             except Exception as exc:  # noqa: BLE001  (reported as the model's verdict)
                 return f"FAIL at length {length}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
             for (label, w), g in zip(want, (t for _, t in got), strict=True):
@@ -172,8 +184,14 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
                     return f"FAIL at length {length}: {label} not bitwise equal (max abs diff {(w - g).abs().max().item():.2e})"
                 diff, scale = (w.double() - g.double()).norm().item(), w.double().norm().item()
                 bound = rtol * scale + atol * w.numel() ** 0.5  # atol: a gradient 0 in exact math is noise
+                if exact is not None:  # our error vs float64 at most twice eager's, plus an ulp of the norm
+                    r = dict(exact)[label]
+                    diff, eager_error = (g.double() - r).norm().item(), (w.double() - r).norm().item()
+                    bound = 2 * eager_error + torch.finfo(dtype).eps * r.norm().item() + atol * w.numel() ** 0.5
                 worst = max(worst, diff / bound)
                 if mode == "default" and not diff <= bound:
+                    if exact is not None:
+                        return f"FAIL at length {length}: {label} error vs float64 {diff:.3g} > 2 x eager's {eager_error:.3g} + 1 ulp"
                     return f"FAIL at length {length}: {label} relative error {diff / max(scale, 1e-300):.2e} > {rtol:.0e}"
             graphs = [r for r in reports if r.kind != "backward"]
             if i == 0:

@@ -450,7 +450,7 @@ _reg((aten.round.decimals,), checker(FLOATS, FLOATS, {"decimals": None}), _round
 _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
 _reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
 _reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "device": None,
-                                                  "memory_format": (torch.preserve_format, None)},
+                                                  "memory_format": None},  # any: stored at the node's strides, as clone
      extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
 _reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
 _reg((aten.lift_fresh_copy.default,), checker(ALL, ALL), _convert)  # a fresh copy of a graph constant
