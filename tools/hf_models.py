@@ -191,7 +191,8 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
                 worst = max(worst, diff / bound)
                 if mode == "default" and not diff <= bound:
                     if exact is not None:
-                        return f"FAIL at length {length}: {label} error vs float64 {diff:.3g} > 2 x eager's {eager_error:.3g} + 1 ulp"
+                        return (f"FAIL at length {length}: {label} error vs float64 {diff:.3g} > 2 x eager's "
+                                f"{eager_error:.3g} + 1 ulp")
                     return f"FAIL at length {length}: {label} relative error {diff / max(scale, 1e-300):.2e} > {rtol:.0e}"
             graphs = [r for r in reports if r.kind != "backward"]
             if i == 0:

@@ -7,4 +7,5 @@ from .inplace import plan_inplace
 from .prims import plan_host_values, plan_prims
 from .wrapper import CallPlan, WrapperCode, generate_wrapper
 
-__all__ = ["CallPlan", "WrapperCode", "generate_wrapper", "plan_bindings", "plan_identities", "plan_inplace", "plan_prims", "plan_host_values"]
+__all__ = ["CallPlan", "WrapperCode", "generate_wrapper", "plan_bindings", "plan_host_values", "plan_identities", "plan_inplace",
+           "plan_prims"]
