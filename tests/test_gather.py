@@ -121,6 +121,22 @@ def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
     raise_as_in_eager(cases)
 
 
+def test_a_lookup_nothing_reads_still_checks_its_positions() -> None:
+    """`zeros_like(x[idx])`: eager computes x[idx], raising on a bad position, and throws
+    the values away. The kernel's load of them is dead, yet its bounds assert stays (before
+    2026-11-25 the load and its assert were dropped: no error), in a pointwise kernel, a
+    reduction over the looked-up rows, and one across them; in range, eager's bits."""
+    x, good, bad = torch.randn(5, 4), torch.tensor([0, 2, 1]), torch.tensor([0, 7, 1])
+    cases = [lambda x, i: torch.zeros_like(x[i]) + 1,
+             lambda x, i: (torch.zeros_like(x[i]) + x[:3]).sum(-1),
+             lambda x, i: torch.zeros_like(x[:, i]).sum(0) + x[0, :3],
+             lambda x, i: torch.ones_like(F.embedding(i, x)).amax(-1)]
+    for fn in cases:
+        torch._dynamo.reset()
+        assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x, good), fn(x, good))
+    raise_as_in_eager([(fn, (x, bad)) for fn in cases])
+
+
 def raise_as_in_eager(cases) -> None:
     """Each (fn, args) raises in eager, and compiled raises IndexOutOfRange, which is also
     the exception eager raised, naming the dim and the kernel."""

@@ -118,9 +118,12 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
 
 
 def used_values(kernel: ir.Kernel) -> set[int]:
-    """Values some store depends on (a full_like's input, say, is never read)."""
+    """Values some store depends on (a full_like's input, say, is never read), and every
+    indirect load: its bounds assert runs even where nothing reads the value, as eager
+    raises on an index out of range whatever comes of the result (`zeros_like(x[idx])`)."""
     used: set[int] = set()
     stack = [store.value for store in kernel.stores] + [j for store in kernel.stores for j, _ in store.bounds]
+    stack += [i for i, value in enumerate(kernel.values) if isinstance(value, ir.Load) and value.bounds]
     while stack:
         i = stack.pop()
         if i not in used:
