@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from .bindings import plan_bindings
+from .calls import CallPlan
 from .identities import plan_identities
 from .inplace import plan_inplace
 from .prims import plan_host_values, plan_prims
-from .wrapper import CallPlan, WrapperCode, generate_wrapper
+from .wrapper import WrapperCode, generate_wrapper
 
 __all__ = ["CallPlan", "WrapperCode", "generate_wrapper", "plan_bindings", "plan_host_values", "plan_identities", "plan_inplace",
            "plan_prims"]

@@ -28,6 +28,7 @@ from ..lowering.reduction import NEEDS_ELEMENTS
 from ..lowering.kernel_builder import Group
 from ..report import COUNTERS
 from ..runtime import gpu_launch_options, index_type, pick_block, pick_reduction, pick_tile
+from .calls import CallPlan
 from .emitter import Emitter
 from .printer import pexpr
 from .prims import aten_arguments, host_cast
@@ -64,29 +65,6 @@ class WrapperCode:
 class _Binding:
     producer: torch.fx.Node
     access: str  # "{}.size(0)" formatted with the producer's variable
-
-
-@dataclasses.dataclass(frozen=True)
-class CallPlan:
-    """How the wrapper calls fallbacks where not as the traced node's own overload, by node name."""
-
-    inplace: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/inplace.py
-    bindings: dict[str, str] = dataclasses.field(default_factory=dict)  # eager's binding text, codegen/bindings.py
-    identities: frozenset[str] = frozenset()  # detach nodes emitted as their input, codegen/identities.py
-    prims: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/prims.py
-    host_values: dict[str, torch.dtype] = dataclasses.field(default_factory=dict)  # casts computed in Python, codegen/prims.py
-
-    def notes(self) -> list[tuple[str, str]]:
-        """(node, what explain() says of the call) for every planned fallback."""
-        return [
-            *((n, f"runs in place as {op}") for n, op in self.inplace.items()),
-            *((n, f"called as {b}") for n, b in self.bindings.items()),
-            *((n, "no call: the same tensor (detach with grad off, as in every compiled graph)") for n in sorted(self.identities)),
-            *((n, f"called as {op} (what the prims op's Python implementation runs)") for n, op in self.prims.items()
-              if n not in self.host_values),
-            *((n, "no call: a host float the kernels read by value, cast in Python as eager's copy does")
-              for n in self.host_values),
-        ]
 
 
 def generate_wrapper(
