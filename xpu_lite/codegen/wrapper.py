@@ -238,10 +238,12 @@ class _WrapperBuilder:
         if node.name in self.calls.identities:
             body.line(f"{var} = {self._src(node.args[0])}", f"{node.name} (detach: the same tensor, grad is off in a compiled graph)")
         elif node.name in self.calls.host_values:
-            self.constants.setdefault("_host_cast", host_cast)
-            value = self._by_value(body, node.args[0])
-            body.line(f"{var} = _host_cast({value}, {self.calls.host_values[node.name]})",
-                      f"{node.name} (a float, no tensor: the kernels read it by value)")
+            value, dtype = self._by_value(body, node.args[0]), self.calls.host_values[node.name]
+            if dtype in (torch.float64, node.args[0].meta["val"].dtype):  # the float holds it exactly already
+                body.line(f"{var} = {value}", f"{node.name} (to {dtype}: the same float, no tensor)")
+            else:
+                self.constants.setdefault("_host_cast", host_cast)
+                body.line(f"{var} = _host_cast({value}, {dtype})", f"{node.name} (a float, no tensor: the kernels read it by value)")
         elif kind is DecisionKind.SIZE:
             expr = self.size_expr.get(node)
             if expr is not None:
