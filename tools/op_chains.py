@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
     parser.add_argument("--training", action="store_true", help="the input's gradient too")
     parser.add_argument("--ops", choices=["basic", "wide"], default="basic",
-                        help="wide: also gathers/scatters from the data, masked fills, pools, matmuls, norms, sorts, "
+                        help="wide: also gathers/scatter_adds, masked fills, pools, matmuls, norms, sorts, "
                              "unfold, split, tril, more binary ops and reductions")
     parser.add_argument("--show", action="store_true", help="print each program's generated sources")
     args = parser.parse_args(argv)
