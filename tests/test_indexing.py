@@ -390,7 +390,8 @@ def test_a_graph_with_no_tensor_input_runs_where_it_makes_its_tensors() -> None:
 def test_a_size_one_dim_gives_masks_known_while_building(device: str) -> None:
     """Along a dim of size 1 an element's coordinate is the constant 0, so a placing op's
     mask there is known while the kernel is built: every lane (a step of 2 over one
-    element) or none (an empty source), and no load is masked by a constant. Before, the
+    element) or none (an empty source): no load is masked by a constant and no `where`
+    picks by one (it is the value picked, with no load of the other). Before, the
     mask was a Python bool in the kernel, which the interpreter cannot `&` with the lane
     mask ("mask has unsupported dtype"; found by tools/op_chains.py, seed 2032 at
     --length 8 --training: the gradient of an expand, then a step along the new dim)."""
@@ -420,4 +421,5 @@ def test_a_size_one_dim_gives_masks_known_while_building(device: str) -> None:
     for kernel in (k for r in reports for k in r.kernels):
         constants = set(re.findall(r"^\s*(tmp\d+) = (?:True|False)$", kernel, re.M))
         masks = set(re.findall(r"mask=xmask & (tmp\d+)", kernel))
-        assert not constants & masks, kernel
+        picks = set(re.findall(r"tl\.where\((tmp\d+),", kernel))
+        assert not constants & (masks | picks), kernel

@@ -332,6 +332,9 @@ class KernelBuilder:
         return self._add(ir.Compute(op, (self.cast(value, torch.float32, node),), torch.float32, node.name))
 
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
+        if op == "where" and (known := self._known_int(operands[0])) is not None:
+            chosen = self.cast(operands[1] if known else operands[2], dtype, node)  # a constant mask's pick
+            return self._add(ir.Compute("broadcast", (chosen,), dtype, node.name)) if self.is_scalar(chosen) else chosen
         if op in _BOOL_FOLDS and dtype is torch.bool:
             known = [self._known_int(i) for i in operands]
             if all(k is not None for k in known):
@@ -341,6 +344,15 @@ class KernelBuilder:
                     if k is not None:  # True & b is b, False & b is False (and | the other way)
                         return other if bool(k) != _ABSORBING[op] else self.constant(_ABSORBING[op], torch.bool)
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
+
+    def is_scalar(self, value: int) -> bool:
+        """A value computed from constants and size symbols only (not a block of lanes)."""
+        v = self.values[value]
+        if isinstance(v, ir.SymValue):
+            return not v.expr.free_symbols & ir.INDEX_SYMBOLS  # a coordinate differs per lane
+        if isinstance(v, ir.Constant):
+            return True
+        return isinstance(v, ir.Compute) and v.op != "broadcast" and all(self.is_scalar(a) for a in v.args)
 
     def _known_int(self, value: int) -> int | bool | None:
         """An integer or bool constant's value (a size-1 dim's coordinate is the constant 0), else None."""

@@ -148,7 +148,7 @@ def _on_blocks(op: str, nargs: int, dtype: torch.dtype | None = None) -> Rule:
 def _blocks(b: Any, node: torch.fx.Node, operands: tuple[Any, ...], dtype: torch.dtype) -> tuple[int, ...]:
     """Operands cast to `dtype`, a scalar one broadcast to a block of lanes."""
     args = [_arg(b, o, dtype, node) for o in operands]
-    return tuple(b.compute("broadcast", (a,), node, dtype) if _is_scalar(b, a) else a for a in args)
+    return tuple(b.compute("broadcast", (a,), node, dtype) if b.is_scalar(a) else a for a in args)
 
 
 def _or_on_bools(op: str, on_bools: str) -> Rule:
@@ -328,16 +328,6 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
     # the composition reads the base's sign bit and combines tests of both operands: blocks
     return b.compute("pow", _blocks(b, node, (x, exponent), cdt), node, cdt)
-
-
-def _is_scalar(b: Any, value: int) -> bool:
-    """A value computed from constants and size symbols only (not a block of lanes)."""
-    v = b.values[value]
-    if isinstance(v, ir.SymValue):
-        return not v.expr.free_symbols & ir.INDEX_SYMBOLS  # a coordinate differs per lane
-    if isinstance(v, ir.Constant):
-        return True
-    return isinstance(v, ir.Compute) and v.op != "broadcast" and all(_is_scalar(b, a) for a in v.args)
 
 
 def _gelu(b: Any, node: torch.fx.Node, x: Any) -> int:
