@@ -279,3 +279,23 @@ def test_what_is_not_lowered_says_why() -> None:
     reasons = {d.op: d.reason for r in reports if r.kind == "backward" for d in r.fallbacks if "pool" in d.op}
     assert "(13, 13) windows per element: more than 64 to unroll" in str(reasons["aten.max_pool2d_with_indices_backward.default"])
     assert "a float64 result" in str(reasons["aten.avg_pool2d_backward.default"])
+
+
+def test_a_producer_only_pools_read_is_computed_in_the_pools_kernel(device: str) -> None:
+    """`F.max_pool2d(x.relu(), ...)` in inference is one kernel: the relu is computed at each
+    window position the pool reads, never stored (fusion.inlined_producers). A padded tap
+    reads 0 as a masked load does, not the producer of 0 (`x + 1` would add 1 per padded
+    tap to the average); bitwise eager's at every size."""
+    def fn(x):
+        return (F.max_pool2d(x.relu(), 3, 2, padding=1), F.avg_pool2d(x + 1, 3, 1, padding=1),
+                F.avg_pool2d((x * 2).half(), 2, padding=1, ceil_mode=True, count_include_pad=False))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7):  # one parity: ceil_mode's output size guards on it
+            x = torch.randn(2, 3, n, n, device=device)
+            assert_eager_formula(compiled(x), fn(x))
+    (report,) = reports
+    inlined = sorted(d.op for d in report.decisions if "computed where" in d.kernel)
+    assert inlined == ["aten._to_copy.default", "aten.add.Tensor", "aten.mul.Tensor", "aten.relu.default"], inlined
+    assert len({d.kernel.split()[0] for d in report.decisions if d.kernel}) == 3  # one per pool

@@ -143,22 +143,27 @@ def compile_kernels(
         kernels.update(loaded)
         sources.extend(variants.values())
         COUNTERS.kernels_compiled += 1
-        label = f"{kernel.name} ({len(group.members)} nodes)"
+        nodes = len(group.members) + len(group.inlined)
+        label = f"{kernel.name} ({nodes} nodes)"
         if kernel.is_reduction:
             verb = "reduces" if any(isinstance(v, ir.Reduce) for v in kernel.values) else "scans"  # cumsum, cumprod only
-            label = f"{kernel.name} ({len(group.members)} nodes; {reduction_strategy(kernel.rnumel, device_type, verb, kernel.ordered)})"
+            label = f"{kernel.name} ({nodes} nodes; {reduction_strategy(kernel.rnumel, device_type, verb, kernel.ordered)})"
         elif group.into is not None:
             adds = "adds" if any(store.accumulate for store in kernel.stores) else "stores"
             label = f"{kernel.name} ({adds} at loaded positions into {group.into.name}'s buffer)"
         elif kernel.tile is not None:
-            label = f"{kernel.name} ({len(group.members)} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"
+            label = f"{kernel.name} ({nodes} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"
         for node in group.members:
             decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=label)
+        for node in group.inlined:
+            readers = ", ".join(u.name for u in node.users if u in group.members or u in group.inlined)
+            decisions[node.name] = dataclasses.replace(
+                decisions[node.name], kernel=f"{kernel.name} (computed where {readers} reads it: not stored)")
     return ok, kernels, sources
 
 
 def _demote(group: Group, decisions: dict[str, Decision], detail: str) -> None:
-    for node in group.members:
+    for node in (*group.inlined, *group.members):
         decisions[node.name] = dataclasses.replace(
             decisions[node.name], kind=DecisionKind.FALLBACK, kernel="",
             reason=FallbackReason(FallbackKind.KERNEL_FAILED, decisions[node.name].op, detail),

@@ -70,7 +70,7 @@ class GraphReport:
     def counts(self) -> tuple[str, ...]:
         """(graph, nodes, kernels, nodes in kernels, eager fallbacks, compile s, kernels s)."""
         fused = [d for d in self.decisions if d.kind is DecisionKind.KERNEL and d.kernel]
-        kernels = {d.kernel for d in fused}  # one label per kernel: "kernel_0 (3 nodes)"
+        kernels = {d.kernel.split(" ")[0] for d in fused}  # labels start with the kernel's name: "kernel_0 (3 nodes)"
         return (self.name, str(len(self.decisions)), str(len(kernels)), str(len(fused)), str(len(self.fallbacks)),
                 f"{self.compile_s:.2f}", f"{self.kernel_s:.2f}")
 

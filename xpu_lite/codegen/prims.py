@@ -76,7 +76,7 @@ def plan_host_values(gm: torch.fx.GraphModule, decisions: dict[str, Decision], g
     """{cast node: its dtype} for the host float casts whose every reader is a kernel that
     takes the value by value, or another such cast: the wrapper computes them in Python."""
     read_by_value = {node for g in groups for node, buf in zip(g.external, g.kernel.inputs, strict=True) if buf.by_value}
-    members = {member for g in groups for member in g.members}
+    members = {member for g in groups for member in (*g.members, *g.inlined)}
     chosen: dict[torch.fx.Node, torch.dtype] = {}
     for node in reversed(gm.graph.nodes):  # readers first
         if _is_host_cast(node, decisions) and node.users and all(

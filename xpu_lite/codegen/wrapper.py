@@ -195,7 +195,7 @@ class _WrapperBuilder:
                         self.names[stored] = f"buf{counter}"
                         counter += 1
                     self._emit_group(body, group)
-                    emitted.update(n.name for n in group.members)
+                    emitted.update(n.name for n in (*group.inlined, *group.members))
             elif node.op == "call_function":
                 var = f"buf{counter}"
                 counter += 1

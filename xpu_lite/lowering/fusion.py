@@ -50,7 +50,7 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
     def flush() -> None:  # no pointwise run came: the waiting values get kernels of their own
         nonlocal current
         for node in waiting:
-            space = _joined_space(current, node, is_view) if current is not None else None
+            space = _joined_space(current, node, is_view, inlined) if current is not None else None
             if space is None:
                 current = _Run(_own_space(node), [])
                 runs.append(current)
@@ -58,12 +58,13 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
         waiting.clear()
 
     moved = own_buffers(gm, decisions)  # scatters write a buffer of their own (clones inserted)
+    inlined = frozenset(inlined_producers(gm, decisions))
     nodes = list(gm.graph.nodes)  # the loop moves nodes: walk a copy
     position: dict[torch.fx.Node, float] = {node: i for i, node in enumerate(nodes)}
     for node in nodes:
         decision = decisions.get(node.name)
-        if is_view(node):
-            continue  # index math: no kernel of its own, does not end a run
+        if is_view(node) or node in inlined:
+            continue  # index math, or computed where it is gathered: no kernel of its own, does not end a run
         if decision is not None and decision.kind is DecisionKind.UNPACK and current and node.args[0] in current.members:
             current.members.append(node)  # one output of a fused multi-output reduction (var_mean, max.dim)
             continue
@@ -84,9 +85,9 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
         if _is_constant(node) and current is not None and not waiting:
             current.members.append(node)  # a 0-dim constant (scalar_tensor, full([])): computed inline
             continue
-        if waiting and any(view_root(a, is_view) in waiting for a in LOWERINGS.gathered(node)):
+        if waiting and any(root in waiting for root in _loaded_roots(node, inlined, is_view)):
             flush()  # it loads a waiting value at positions of its own: from memory, so stored first
-        space = _joined_space(current, node, is_view) if current is not None else None
+        space = _joined_space(current, node, is_view, inlined) if current is not None else None
         if space is not None and waiting and space.rdims:
             space = None  # the waiting values are for a pointwise run
         if space is None and current is not None and not current.space.rdims and _is_scalar(node, current, is_view):
@@ -110,7 +111,63 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
         gm.recompile()  # nodes moved: gm's own code follows the graph's new order
     runs = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
     return [build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
-            build_group(f"kernel_{i}", run.members, run.space, is_view) for i, run in enumerate(runs)]
+            build_group(f"kernel_{i}", run.members, run.space, is_view, inlined) for i, run in enumerate(runs)]
+
+
+def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
+    """Pointwise kernel nodes that only rules which gather them at positions of their own
+    read (LOWERINGS.inlines: cat, pad, flip, slice_scatter's source, pools), or other such
+    producers: each reader computes the producer's element where it reads it, from the
+    producer's inputs loaded there, rather than a kernel of its own storing it first (`-x2`
+    in `cat((-x2, x1))`, rotary embeddings' rotate_half). The reader's kernel may not
+    compute those inputs itself (_loaded_roots), and nothing between the producer and the
+    reader writes a tensor: the inputs are read when the reader runs."""
+    def kernel(node: torch.fx.Node) -> bool:
+        return node.name in decisions and decisions[node.name].kind is DecisionKind.KERNEL
+
+    nodes = list(gm.graph.nodes)
+    position = {node: i for i, node in enumerate(nodes)}
+    writes = [i for i, node in enumerate(nodes)
+              if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable]
+    read_at: dict[torch.fx.Node, int] = {}  # an inlined producer -> where its last reader runs
+    for node in reversed(nodes):  # readers first
+        val = node.meta.get("val")
+        if not (kernel(node) and isinstance(val, torch.Tensor) and val.dim() > 0 and LOWERINGS.pointwise(node) and node.users):
+            continue
+        readers = []
+        for user in node.users:
+            if user in read_at and node not in [user.args[p] for p in LOWERINGS.unread(user) if p < len(user.args)]:
+                readers.append(read_at[user])  # computed where that one is
+            elif kernel(user) and LOWERINGS.inlines(user) and _only_gathered(user, node):
+                readers.append(position[user])
+            else:
+                break
+        else:
+            if not any(position[node] < i < max(readers) for i in writes):
+                read_at[node] = max(readers)
+    return sorted(read_at, key=position.__getitem__)
+
+
+def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether `user` reads `node` only as a tensor its rule gathers."""
+    gathers = LOWERINGS.gathers(user)
+    inside = lambda arg: arg is node or isinstance(arg, (list, tuple)) and node in arg  # noqa: E731
+    return (any(inside(a) for p, a in enumerate(user.args) if p in gathers)
+            and not any(inside(a) for p, a in enumerate(user.args) if p not in gathers)
+            and not any(inside(v) for v in user.kwargs.values()))
+
+
+def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_view: Any) -> list[torch.fx.Node]:
+    """The buffers `node`'s rule loads at positions of its own: its gathered tensors', and
+    for an inlined producer among them, its inputs' (a kernel must store them first)."""
+    roots, todo = [], list(LOWERINGS.gathered(node))
+    while todo:
+        arg = todo.pop()
+        if arg in inlined:
+            todo += arg.all_input_nodes
+        else:
+            roots.append(view_root(arg, is_view))
+    return roots
 
 
 def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float]) -> bool:
@@ -213,13 +270,13 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     return shapes - {()}  # 0-dim values broadcast anywhere
 
 
-def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any) -> Space | None:
+def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozenset[torch.fx.Node]) -> Space | None:
     """The run's space with `node` added, or None if node needs a kernel of its own."""
     space, members = run.space, set(run.members)
     own = _own_space(node)
     if LOWERINGS.reads_coordinates(node) and space.rdims or own.rdims and any(map(LOWERINGS.reads_coordinates, members)):
         return None  # a reduction computes no coordinates but its own (an adaptive pool's window)
-    if any(view_root(a, is_view) in members for a in LOWERINGS.gathered(node)):
+    if any(root in members for root in _loaded_roots(node, inlined, is_view)):
         return None  # it loads its inputs at positions of its own: from memory
     member_shapes = _member_shapes(run, node, is_view)
     if member_shapes is None:

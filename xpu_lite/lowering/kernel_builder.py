@@ -26,6 +26,8 @@ class Group:
     # a scatter's group: the node whose buffer the kernel updates in place (no allocation; the
     # stored node is that buffer afterwards, and nothing else reads it: scatter.own_buffers)
     into: torch.fx.Node | None = None
+    # pointwise producers computed where a member gathers them, not stored (fusion.inlined_producers)
+    inlined: tuple[torch.fx.Node, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +181,8 @@ BY_VALUE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 class KernelBuilder:
-    def __init__(self, space: Space, tile: ir.Tile | None = None, is_view: Any = lambda node: False, name: str = "kernel") -> None:
+    def __init__(self, space: Space, tile: ir.Tile | None = None, is_view: Any = lambda node: False, name: str = "kernel",
+                 inlined: frozenset[torch.fx.Node] = frozenset()) -> None:
         self.space = space
         self.tile = tile
         self.is_view = is_view
@@ -190,6 +193,8 @@ class KernelBuilder:
         self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
         self.known: dict[tuple[Any, ...], int] = {}  # pure values already computed (see _add)
         self.ordered = False  # see in_order
+        self.inlined = inlined  # pointwise producers computed where they are gathered (fusion.inlined_producers)
+        self.recomputed: dict[torch.fx.Node, None] = {}  # those this kernel computed, in order
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
@@ -253,9 +258,37 @@ class KernelBuilder:
 
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
-        value `mask` is true (None: every lane); a view reads its root buffer."""
+        value `mask` is true (None: every lane); a view reads its root buffer. A producer
+        fusion inlined is computed there instead, from its inputs loaded there."""
+        if node in self.inlined:  # as its tensor would hold it: a half value rounded (cat promotes)
+            value, dtype = self._recompute(node, coords, mask), node.meta["val"].dtype
+            value = self.round_to(value, dtype, node) if dtype in ir.ROUNDINGS else value
+            if mask is None:
+                return value
+            zero = self.constant(ir.convert_scalar(0, self.dtype(value)), self.dtype(value))
+            return self.compute("where", (mask, value, zero), node, self.dtype(value))  # as a masked load reads 0
         index = sum((c * st for c, st in zip(coords, strides_of(node.meta["val"]))), sympy.Integer(0))
         return self._load(node, view_root(node, self.is_view), index, mask)
+
+    def _recompute(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
+        """A pointwise producer's element at `coords`: its rule on its inputs' elements there
+        (broadcast), loaded under `mask`, or computed so where inlined too."""
+        sizes, operands = sizes_of(node), []
+        unread = LOWERINGS.unread(node)
+        for position, arg in enumerate(node.args):
+            if position in unread or not isinstance(arg, torch.fx.Node):
+                operands.append(arg)
+            elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
+                operands.append(ir.Ref(self.sym(arg)))
+            else:
+                arg_sizes = sizes_of(arg)
+                lead = len(sizes) - len(arg_sizes)
+                at = tuple(sympy.Integer(0) if n == 1 and sizes[lead + d] != 1 else coords[lead + d] for d, n in enumerate(arg_sizes))
+                inlined = arg in self.inlined
+                value = _leaving_its_dtype(self, self._recompute(arg, at, mask), arg, node) if inlined else self.gather(arg, at, mask)
+                operands.append(ir.Ref(value))
+        self.recomputed[node] = None
+        return LOWERINGS.rule(node)(self, node, *operands)
 
     def gather_at(self, node: torch.fx.Node, coords: tuple[sympy.Expr | int, ...], message: str) -> int:
         """An indirect load: `node`'s element at `coords`, where an int coordinate is an
@@ -401,10 +434,11 @@ def _pure_key(value: ir.Value) -> tuple[Any, ...] | None:
     return None
 
 
-def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False) -> Group:
+def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False,
+                inlined: frozenset[torch.fx.Node] = frozenset()) -> Group:
     member_set = set(members)
     stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
-    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name)
+    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name, inlined)
     value_of: dict[torch.fx.Node, Any] = {}
     for node in members:
         if node.target is operator.getitem:  # one result of a multi-output reduction
@@ -431,6 +465,9 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
             else:
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)
+    for node in builder.recomputed:
+        if any(view_root(a, is_view) in member_set for a in node.all_input_nodes):
+            raise ir.IRError(f"{name}: {node.name}, computed where it is gathered, reads a value computed in the same kernel")
     outputs, stores = [], []
     for i, node in enumerate(stored):
         val = node.meta["val"]
@@ -442,10 +479,11 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
     rnumel = sympy.Mul(*(space.sizes[d] for d in space.rdims)) if space.rdims else None
     kernel = ir.Kernel(
         name, sympy.Mul(*kept), tuple(builder.inputs.values()), tuple(outputs), tuple(builder.values), tuple(stores),
-        tuple(n.name for n in members), rnumel, builder.tile, tuple((s, e) for e, s in builder.lifted.items()),
-        builder.ordered,
+        tuple(n.name for n in (*builder.recomputed, *members)), rnumel, builder.tile,
+        tuple((s, e) for e, s in builder.lifted.items()), builder.ordered,
     )
-    return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs))
+    return Group(ir.verify(ir.lift_sizes(kernel)), tuple(members), tuple(stored), tuple(builder.inputs),
+                 inlined=tuple(builder.recomputed))
 
 
 def _leaving_its_dtype(builder: KernelBuilder, value: int, arg: torch.fx.Node, node: torch.fx.Node) -> int:

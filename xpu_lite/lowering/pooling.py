@@ -323,4 +323,4 @@ _RULES = {"max": (_max_pool, (0,), ()), "avg": (_avg_pool, (0,), ()),
           "max backward": (_max_pool_backward, (0, 7), (1,)), "avg backward": (_avg_pool_backward, (0,), (1,))}
 for _op, _spec in _OPS.items():
     _rule, _gathers, _unread = _RULES[_spec[0]]
-    LOWERINGS.register(_op, checker=_check, gathers=_gathers, unread=_unread, coordinates=True)(_rule)
+    LOWERINGS.register(_op, checker=_check, gathers=_gathers, unread=_unread, coordinates=True, inlines=True)(_rule)

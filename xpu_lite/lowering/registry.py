@@ -39,6 +39,10 @@ class Lowering:
     # reductions over a space of their own rather than their input's (adaptive pools: each
     # result element times a bound on its window): node -> (sizes, reduced dims) of it
     space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None
+    # the rule loads its gathered tensors through KernelBuilder.gather at coordinates computed
+    # from the element's (cat, pad, flip, pools' windows): a pointwise producer that only such
+    # readers read is computed there instead of stored (fusion.inlined_producers)
+    inlines: bool = False
 
 
 class LoweringRegistry:
@@ -55,13 +59,13 @@ class LoweringRegistry:
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...] | None] | None = None,
         gathers: tuple[int, ...] = (), coordinates: bool = False, unread: tuple[int, ...] = (),
         scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
-        space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None,
+        space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None, inlines: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
                 self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers,
-                                           coordinates or bool(gathers), unread, scatter, space)
+                                           coordinates or bool(gathers), unread, scatter, space, inlines)
             return rule
 
         return wrap
@@ -102,6 +106,18 @@ class LoweringRegistry:
         """Whether node's rule reads the element's coordinates (see Lowering)."""
         entry = self._table.get(node.target)
         return entry is not None and entry.coordinates
+
+    def inlines(self, node: torch.fx.Node) -> bool:
+        """Whether node's rule computes a pointwise producer where it gathers it (see Lowering)."""
+        entry = self._table.get(node.target)
+        return entry is not None and entry.inlines
+
+    def pointwise(self, node: torch.fx.Node) -> bool:
+        """Whether node's rule computes each element from its inputs' elements at the same
+        coordinates alone (broadcast): no reduction, scatter, gather or coordinate of its own."""
+        entry = self._table.get(node.target)
+        return (entry is not None and not entry.coordinates and entry.reduces is None and entry.scatter is None
+                and entry.space is None)
 
     def gathered(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """The tensors node's rule loads itself (a list argument's each)."""
