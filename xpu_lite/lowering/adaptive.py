@@ -34,9 +34,9 @@ import torch.fx
 
 from .._torch_compat import FloorDiv
 from . import ir
-from .kernel_builder import sizes_of
 from .pooling import _flat, pool_rejection
 from .registry import LOWERINGS
+from .space import sizes_of
 
 aten = torch.ops.aten
 

@@ -25,9 +25,10 @@ import torch.fx
 
 from .._torch_compat import provably_positive
 from .decisions import Decision, DecisionKind
-from .kernel_builder import Group, Space, build_group, sizes_of, view_root
+from .kernel_builder import Group, build_group
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
+from .space import Space, sizes_of, view_root
 
 aten = torch.ops.aten
 

@@ -1,6 +1,6 @@
-"""A group of graph nodes -> ir.Kernel: its iteration space, index math (flat, space and
-tiled coordinates), and KernelBuilder, the context every lowering rule builds its values
-in. fusion.py decides the groups; this builds each one.
+"""A group of graph nodes -> ir.Kernel: KernelBuilder, the context every lowering rule
+builds its values in (index math from space.py), and build_group. fusion.py decides the
+groups; this builds each one.
 """
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import FloorDiv, ModularIndexing, real_tensors, sym_expr
+from .._torch_compat import real_tensors, sym_expr
 from . import ir
 from .registry import LOWERINGS
+from .space import Space, choose_tile, flat_coords, index_expr, sizes_of, space_coords, strides_of, tiled_index, view_root
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,143 +29,6 @@ class Group:
     into: torch.fx.Node | None = None
     # pointwise producers computed where a member gathers them, not stored (fusion.inlined_producers)
     inlined: tuple[torch.fx.Node, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class Space:
-    """A kernel's iteration space: `sizes` (pointwise: the output; reduction: the reduced
-    input) and the reduced dims (empty for a pointwise kernel)."""
-
-    sizes: tuple[sympy.Expr, ...]
-    rdims: tuple[int, ...] = ()
-
-    @property
-    def row_shapes(self) -> tuple[tuple[sympy.Expr, ...], ...]:
-        """Shapes of per-row values: reduced dims kept as 1, or squeezed."""
-        keep = tuple(sympy.Integer(1) if d in self.rdims else s for d, s in enumerate(self.sizes))
-        return keep, tuple(s for d, s in enumerate(self.sizes) if d not in self.rdims)
-
-
-def view_root(node: torch.fx.Node, is_view: Any) -> torch.fx.Node:
-    while is_view(node):
-        node = node.args[0]
-    return node
-
-
-def sizes_of(node: torch.fx.Node) -> tuple[sympy.Expr, ...]:
-    val = node.meta["val"]
-    if isinstance(val, (tuple, list)):  # a pointwise op with several outputs of one shape (max_pool2d_with_indices)
-        val = val[0]
-    return tuple(sym_expr(s) for s in val.shape)
-
-
-def strides_of(val: torch.Tensor) -> tuple[sympy.Expr, ...]:
-    return tuple(sym_expr(s) for s in val.stride())
-
-
-def contiguous_strides(sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
-    strides, running = [], sympy.Integer(1)
-    for size in reversed(sizes):
-        strides.append(running)
-        running = running * size
-    return tuple(reversed(strides))
-
-
-def flat_coords(index: sympy.Symbol, sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
-    """Coordinates of flat (row-major) position `index` in a tensor of `sizes`."""
-    if len(sizes) == 1:
-        return (index,)
-    inner = contiguous_strides(sizes)
-    return tuple(FloorDiv(index, inner[0]) if d == 0 else ModularIndexing(index, inner[d], size) for d, size in enumerate(sizes))
-
-
-def space_coords(space: Space) -> tuple[sympy.Expr, ...]:
-    """Coordinates of element (xindex, rindex) of a space: xindex walks the kept dims,
-    rindex the reduced ones, each row-major."""
-    if not space.rdims:
-        return flat_coords(ir.XINDEX, space.sizes)
-    kept = [d for d in range(len(space.sizes)) if d not in space.rdims]
-    x = flat_coords(ir.XINDEX, tuple(space.sizes[d] for d in kept)) if kept else ()
-    r = flat_coords(ir.RINDEX, tuple(space.sizes[d] for d in space.rdims))
-    coords: list[sympy.Expr] = [sympy.Integer(0)] * len(space.sizes)
-    for d, c in zip(kept, x):
-        coords[d] = c
-    for d, c in zip(space.rdims, r):
-        coords[d] = c
-    return tuple(coords)
-
-
-def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...],
-               coords: tuple[sympy.Expr, ...] | None = None) -> sympy.Expr:
-    """Memory offset of the element at `coords` (default: flat position xindex) of
-    `out_sizes`, for a tensor with `sizes`/`strides` broadcast (aligned right) to it."""
-    if not out_sizes:
-        return sympy.Integer(0)  # a 0-dim value: its one element, whatever the kernel's position
-    if coords is None:
-        if sizes == out_sizes and strides == contiguous_strides(out_sizes):
-            return ir.XINDEX
-        coords = flat_coords(ir.XINDEX, out_sizes)
-    return sum((c * s for c, s in zip(coords, _space_strides(out_sizes, sizes, strides))), sympy.Integer(0))
-
-
-def _space_strides(space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
-                   strides: tuple[sympy.Expr, ...]) -> list[sympy.Expr]:
-    """A tensor's stride along each dim of the space it is broadcast (aligned right) to; 0
-    where it broadcasts."""
-    rank = len(space_sizes)
-    eff: list[sympy.Expr] = [sympy.Integer(0)] * rank
-    for d, (size, stride) in enumerate(zip(sizes, strides)):
-        out_dim = rank - len(sizes) + d
-        if not (size == 1 and space_sizes[out_dim] != 1):
-            eff[out_dim] = stride
-    return eff
-
-
-def _flat(eff: list[sympy.Expr], space_sizes: tuple[sympy.Expr, ...], dims: list[int]) -> bool:
-    """Whether dims (in order, size-1 dims skipped) are laid out row-major, so their flat
-    position times the last one's stride is the offset."""
-    live = [d for d in dims if space_sizes[d] != 1]
-    return all(sympy.expand(eff[a] - eff[b] * space_sizes[b]) == 0 for a, b in zip(live, live[1:]))
-
-
-def choose_tile(space: Space, reads: list[tuple[tuple[sympy.Expr, ...], tuple[sympy.Expr, ...]]],
-                writes: list[tuple[tuple[sympy.Expr, ...], tuple[sympy.Expr, ...]]]) -> ir.Tile | None:
-    """Tile a pointwise space when some tensor it reads is contiguous along a dim `u` other
-    than the last (a transpose) while everything it writes is row-major over the dims after
-    `u` with unit stride at the end: yindex then walks u, xindex the dims after it, and both
-    the transposed loads and the stores are contiguous. (sizes, strides) of each tensor."""
-    sizes = space.sizes
-    live = [d for d in range(len(sizes)) if sizes[d] != 1]
-    if space.rdims or len(live) < 2:
-        return None
-    written = [_space_strides(sizes, *w) for w in writes]
-    for read in reads:
-        eff = _space_strides(sizes, *read)
-        unit = [d for d in live if eff[d] == 1]
-        if not unit or unit[0] == live[-1]:
-            continue
-        u = unit[0]
-        after = [d for d in live if d > u]
-        if all(w[after[-1]] == 1 and w[u] != 1 and _flat(w, sizes, after) for w in written):
-            return ir.Tile(u, sympy.Mul(*sizes[:u]), sizes[u], sympy.Mul(*sizes[u + 1:]))
-    return None
-
-
-def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
-                strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
-    """Memory offset of element (zindex, yindex, xindex) of a tiled space for a tensor with
-    `sizes`/`strides` broadcast to it. Dims after the tile's are one flat xindex where the
-    tensor lays them out row-major (no div/mod, so Triton sees the contiguity)."""
-    eff = _space_strides(space_sizes, sizes, strides)
-    u = tile.dim
-    z = flat_coords(ir.ZINDEX, space_sizes[:u]) if u else ()
-    offset = sum((c * eff[d] for d, c in enumerate(z)), sympy.Integer(0)) + ir.YINDEX * eff[u]
-    after = list(range(u + 1, len(space_sizes)))
-    live = [d for d in after if space_sizes[d] != 1]
-    if _flat(eff, space_sizes, after):
-        return offset + (ir.XINDEX * eff[live[-1]] if live else 0)
-    x = flat_coords(ir.XINDEX, space_sizes[u + 1:])
-    return offset + sum((c * eff[d] for d, c in zip(after, x)), sympy.Integer(0))
 
 
 # comparisons and logic of integer constants, computed while building the kernel, so that no
@@ -280,13 +144,14 @@ class KernelBuilder:
                 operands.append(arg)
             elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
                 operands.append(ir.Ref(self.sym(arg)))
-            else:
-                arg_sizes = sizes_of(arg)
-                lead = len(sizes) - len(arg_sizes)
-                at = tuple(sympy.Integer(0) if n == 1 and sizes[lead + d] != 1 else coords[lead + d] for d, n in enumerate(arg_sizes))
-                inlined = arg in self.inlined
-                value = _leaving_its_dtype(self, self._recompute(arg, at, mask), arg, node) if inlined else self.gather(arg, at, mask)
-                operands.append(ir.Ref(value))
+            else:  # broadcast: a dim of 1 against a longer one is read at 0
+                lead = len(sizes) - len(sizes_of(arg))
+                at = tuple(sympy.Integer(0) if n == 1 and sizes[lead + d] != 1 else coords[lead + d]
+                           for d, n in enumerate(sizes_of(arg)))
+                if arg in self.inlined:
+                    operands.append(ir.Ref(_leaving_its_dtype(self, self._recompute(arg, at, mask), arg, node)))
+                else:
+                    operands.append(ir.Ref(self.gather(arg, at, mask)))
         self.recomputed[node] = None
         return LOWERINGS.rule(node)(self, node, *operands)
 

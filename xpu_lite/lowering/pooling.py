@@ -36,8 +36,8 @@ from .. import _torch_compat as compat
 from .._torch_compat import FloorDiv
 from . import ir
 from .pointwise import FLOATS, _out_cdt, _tensor_rejection
-from .kernel_builder import sizes_of
 from .registry import LOWERINGS
+from .space import sizes_of
 
 aten = torch.ops.aten
 MAX_TAPS = 64  # a larger window would unroll into a very long kernel: eager runs it

@@ -26,9 +26,10 @@ from . import ir
 from .decisions import Decision, DecisionKind
 from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
 from .indexing import _sizes
-from .kernel_builder import Group, KernelBuilder, Space, sizes_of, strides_of, view_root
+from .kernel_builder import Group, KernelBuilder
 from .pointwise import ALL, FLOATS, _names, _scalar_ok, _tensor_rejection
 from .registry import LOWERINGS
+from .space import Space, sizes_of, strides_of, view_root
 
 aten = torch.ops.aten
 
