@@ -426,9 +426,10 @@ def test_a_size_one_dim_gives_masks_known_while_building(device: str) -> None:
 
 
 def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device: str) -> None:
-    """`-x2` in rotary embeddings' `cat((-x2, x1))` (and its gradient's slice_scatter) is
-    computed in the placing op's kernel at the positions it reads, from its inputs loaded
-    there: no kernel of its own storing it first (fusion.inlined_producers). Broadcast
+    """`-x2` in rotary embeddings' `cat((-x2, x1))` (and in its gradient `grad * sin`, read
+    through slices by a neg and the slice_scatters) is computed in the placing op's kernel
+    at the positions it reads, from its inputs loaded there: no kernel of its own storing
+    it first (fusion.inlined_producers). Slices with a start and a step, broadcast
     inputs, masked positions (a pad reads outside its input: 1 / 0 there, never picked), a
     half value promoted by cat
     (rounded as its tensor holds it), flip and repeat; bitwise equal to eager."""
@@ -438,7 +439,7 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
 
     def placing(a, b, h, f):
         return (F.pad(a + b, (1, 2)), torch.cat([h * 3, f], dim=0), (a * b).flip(0), (a * 2 - b).repeat(2, 1),
-                F.pad(1 / a, (2, 0), value=-1.0))
+                F.pad(1 / a, (2, 0), value=-1.0), torch.cat([(b - a)[1:, ::2], b[:, :2]]))
 
     compiled_rotary, compiled_placing = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (rotary, placing))
     with capture() as reports:
@@ -452,16 +453,20 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
             h, f = torch.randn(n, 4, device=device).half(), torch.randn(2, 4, device=device)
             assert_bitwise(compiled_placing(a, b, h, f), placing(a, b, h, f))
     inlined = [{d.node: d.kernel for d in r.decisions if "computed where" in d.kernel} for r in reports]
-    rotary_forward, rotary_backward, placed = inlined
-    assert rotary_forward == {"neg": "kernel_0 (computed where cat reads it: not stored)"}, rotary_forward
-    # the gradient times sin is read through slices (views): stored by kernel_0
-    assert list(rotary_backward.values()) == ["kernel_1 (computed where slice_scatter reads it: not stored)"], rotary_backward
-    op_of = {d.node: d.op.split(".")[1] for d in reports[2].decisions}  # node names differ with the sizes' symbols
-    where = {(op_of[node], label.split()[0], op_of[re.search(r"where (\S+) reads", label).group(1)]) for node, label in placed.items()}
-    assert where == {("add", "kernel_0", "constant_pad_nd"), ("mul", "kernel_1", "cat"), ("mul", "kernel_2", "flip"),
-                     ("mul", "kernel_3", "sub"), ("sub", "kernel_3", "repeat"),  # a chain of producers
-                     ("reciprocal", "kernel_4", "mul"), ("mul", "kernel_4", "constant_pad_nd")}, placed
-    assert [len({d.kernel.split()[0] for d in r.decisions if d.kernel}) for r in reports] == [1, 2, 5]
+
+    def where(report, labels):  # {(op, kernel, readers' ops)}: node names differ with the sizes' symbols
+        op_of = {d.node: d.op.removeprefix("aten.").split(".")[0] for d in report.decisions}
+        return {(op_of[node], label.split()[0], tuple(op_of[r] for r in re.search(r"where (.+) reads? it", label).group(1).split(", ")))
+                for node, label in labels.items()}
+
+    rotary_forward, rotary_backward, placed = (where(r, labels) for r, labels in zip(reports, inlined, strict=True))
+    assert rotary_forward == {("neg", "kernel_0", ("cat",))}, inlined[0]
+    assert rotary_backward == {("mul", "kernel_0", ("neg", "slice_scatter")), ("neg", "kernel_0", ("slice_scatter",))}, inlined[1]
+    assert placed == {("add", "kernel_0", ("constant_pad_nd",)), ("mul", "kernel_1", ("cat",)), ("mul", "kernel_2", ("flip",)),
+                      ("mul", "kernel_3", ("sub",)), ("sub", "kernel_3", ("repeat",)),  # a chain of producers
+                      ("reciprocal", "kernel_4", ("mul",)), ("mul", "kernel_4", ("constant_pad_nd",)),
+                      ("sub", "kernel_5", ("cat",))}, inlined[2]  # through a slice of a slice
+    assert [len({d.kernel.split()[0] for d in r.decisions if d.kernel}) for r in reports] == [1, 1, 6]
     assert reports[0].kernels[0].count("tl.store") == 1
     for r, names in zip(reports, inlined):
         rows = {row[1]: row[3] for row in r.rows()}

@@ -156,10 +156,19 @@ def compile_kernels(
         for node in group.members:
             decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=label)
         for node in group.inlined:
-            readers = ", ".join(u.name for u in node.users if u in group.members or u in group.inlined)
+            readers = _readers(node, {*group.members, *group.inlined})
+            verb = "reads" if len(readers) == 1 else "read"
             decisions[node.name] = dataclasses.replace(
-                decisions[node.name], kernel=f"{kernel.name} (computed where {readers} reads it: not stored)")
+                decisions[node.name], kernel=f"{kernel.name} (computed where {', '.join(readers)} {verb} it: not stored)")
     return ok, kernels, sources
+
+
+def _readers(node: torch.fx.Node, computed: set[torch.fx.Node]) -> list[str]:
+    """The nodes of a kernel that read `node`, directly or through slices of it."""
+    found: dict[str, None] = {}
+    for user in node.users:
+        found.update(dict.fromkeys([user.name] if user in computed else _readers(user, computed)))
+    return list(found)
 
 
 def _demote(group: Group, decisions: dict[str, Decision], detail: str) -> None:

@@ -28,7 +28,7 @@ from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import Space, sizes_of, view_root
+from .space import Space, sizes_of, slice_map, view_root
 
 aten = torch.ops.aten
 
@@ -118,13 +118,23 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
     """Pointwise kernel nodes that only rules which gather them at positions of their own
     read (LOWERINGS.inlines: cat, pad, flip, slice_scatter's source, pools), or other such
-    producers: each reader computes the producer's element where it reads it, from the
-    producer's inputs loaded there, rather than a kernel of its own storing it first (`-x2`
-    in `cat((-x2, x1))`, rotary embeddings' rotate_half). The reader's kernel may not
+    producers, or slices of them: each reader computes the producer's element where it
+    reads it, from the producer's inputs loaded there, rather than a kernel of its own
+    storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings' rotate_half, and in its
+    gradient the slices of `grad * sin`; a slice is its input at mapped positions,
+    space.slice_map). The list holds those slices too. The reader's kernel may not
     compute those inputs itself (_loaded_roots), and nothing between the producer and the
     reader writes a tensor: the inputs are read when the reader runs."""
     def kernel(node: torch.fx.Node) -> bool:
         return node.name in decisions and decisions[node.name].kind is DecisionKind.KERNEL
+
+    def producer(node: torch.fx.Node) -> bool:  # a pointwise node, or a slice of one read at mapped positions
+        val = node.meta.get("val")
+        if not (isinstance(val, torch.Tensor) and val.dim() > 0 and node.users):
+            return False
+        if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
+            return slice_map(node) is not None
+        return kernel(node) and LOWERINGS.pointwise(node)
 
     nodes = list(gm.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
@@ -132,8 +142,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
               if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable]
     read_at: dict[torch.fx.Node, int] = {}  # an inlined producer -> where its last reader runs
     for node in reversed(nodes):  # readers first
-        val = node.meta.get("val")
-        if not (kernel(node) and isinstance(val, torch.Tensor) and val.dim() > 0 and LOWERINGS.pointwise(node) and node.users):
+        if not producer(node):
             continue
         readers = []
         for user in node.users:

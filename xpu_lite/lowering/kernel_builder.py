@@ -15,7 +15,7 @@ import torch.fx
 from .._torch_compat import real_tensors, sym_expr
 from . import ir
 from .registry import LOWERINGS
-from .space import Space, choose_tile, flat_coords, index_expr, sizes_of, space_coords, strides_of, tiled_index, view_root
+from .space import Space, choose_tile, flat_coords, index_expr, sizes_of, slice_map, space_coords, strides_of, tiled_index, view_root
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +136,13 @@ class KernelBuilder:
 
     def _recompute(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """A pointwise producer's element at `coords`: its rule on its inputs' elements there
-        (broadcast), loaded under `mask`, or computed so where inlined too."""
+        (broadcast), loaded under `mask`, or computed so where inlined too. A slice of one
+        is its input's element at the mapped coordinates."""
+        if (sliced := slice_map(node)) is not None:
+            d, start, step = sliced
+            at = coords[:d] + (self.wrapper_size(start) + coords[d] * self.wrapper_size(step),) + coords[d + 1:]
+            source = node.args[0]
+            return self._recompute(source, at, mask) if source in self.inlined else self.gather(source, at, mask)
         sizes, operands = sizes_of(node), []
         unread = LOWERINGS.unread(node)
         for position, arg in enumerate(node.args):

@@ -154,3 +154,22 @@ def tiled_index(tile: ir.Tile, space_sizes: tuple[sympy.Expr, ...], sizes: tuple
         return offset + (ir.XINDEX * eff[live[-1]] if live else 0)
     x = flat_coords(ir.XINDEX, space_sizes[u + 1:])
     return offset + sum((c * eff[d] for d, c in zip(after, x)), sympy.Integer(0))
+
+
+def slice_map(view: torch.fx.Node) -> tuple[int, sympy.Expr, sympy.Expr] | None:
+    """(dim, start, step) of a `slice` view: its element k along dim is its input's element
+    start + k * step there (the other coordinates the same), read off the fake tensors'
+    strides and offsets, as torch normalized them. None for another view, or where they do
+    not say (a stride of 0, an offset no whole multiple of the stride)."""
+    if view.target is not torch.ops.aten.slice.Tensor or not isinstance(view.args[0], torch.fx.Node):
+        return None
+    val, src = view.meta["val"], view.args[0].meta["val"]
+    d = (view.args[1] if len(view.args) > 1 else 0) % src.dim()
+    stride = sym_expr(src.stride(d))
+    if stride == 0:
+        return None
+    start = sympy.simplify((sym_expr(val.storage_offset()) - sym_expr(src.storage_offset())) / stride)
+    step = sympy.simplify(sym_expr(val.stride(d)) / stride)
+    if any(sympy.fraction(e)[1] != 1 or not e.is_integer for e in (start, step)):
+        return None
+    return d, start, step
