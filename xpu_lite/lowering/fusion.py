@@ -12,7 +12,9 @@ something outside the group reads, at the strides eager would give them
 (kernel_builder.py builds each group's kernel). A scatter node (index_put, scatter) is a
 group of its own that stores into its input's buffer (scatter.py). An adaptive pool is a
 reduction over a space of its own: its result's elements times a bound on their windows
-(adaptive.py); consumers of its rows join it.
+(adaptive.py); consumers of its rows join it. A pointwise producer that only placing ops
+and pools read (inlined_producers) is in no run: each reader's kernel computes it where
+it reads it, and it is never stored.
 """
 from __future__ import annotations
 
