@@ -148,15 +148,16 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
             continue
         readers = []
         for user in node.users:
-            if user in read_at and node not in [user.args[p] for p in LOWERINGS.unread(user) if p < len(user.args)]:
+            if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
             elif kernel(user) and LOWERINGS.inlines(user) and _only_gathered(user, node):
                 readers.append(position[user])
             else:
                 break
         else:
-            if not any(position[node] < i < max(readers) for i in writes):
-                read_at[node] = max(readers)
+            last = max(readers)
+            if not any(position[node] < i < last for i in writes):
+                read_at[node] = last
     return sorted(read_at, key=position.__getitem__)
 
 
