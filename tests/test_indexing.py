@@ -468,6 +468,10 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
                       ("sub", "kernel_5", ("cat",))}, inlined[2]  # through a slice of a slice
     assert [len({d.kernel.split()[0] for d in r.decisions if d.kernel}) for r in reports] == [1, 1, 6]
     assert reports[0].kernels[0].count("tl.store") == 1
+    for kernel in reports[2].kernels:  # the masked read's where is folded into the op's own pick
+        picks = dict(re.findall(r"^\s*(tmp\d+) = \(?tl\.where\((tmp\d+),", kernel, re.M))
+        nested = re.findall(r"tl\.where\((tmp\d+), (tmp\d+),", kernel)
+        assert not [(c, v) for c, v in nested if picks.get(v) == c], kernel
     for r, names in zip(reports, inlined):
         rows = {row[1]: row[3] for row in r.rows()}
         assert all(rows[node] == "kernel" for node in names), rows  # not "dead, removed"

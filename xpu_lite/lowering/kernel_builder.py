@@ -239,6 +239,8 @@ class KernelBuilder:
         if op == "where" and (known := self._known_int(operands[0])) is not None:
             chosen = self.cast(operands[1] if known else operands[2], dtype, node)  # a constant mask's pick
             return self._add(ir.Compute("broadcast", (chosen,), dtype, node.name)) if self.is_scalar(chosen) else chosen
+        if op == "where":  # where(c, where(c, a, _), b) is where(c, a, b): a masked gather picked by its mask
+            operands = (operands[0], *(self._picked(v, operands[0], k) for k, v in ((1, operands[1]), (2, operands[2]))))
         if op in _BOOL_FOLDS and dtype is torch.bool:
             known = [self._known_int(i) for i in operands]
             if all(k is not None for k in known):
@@ -248,6 +250,14 @@ class KernelBuilder:
                     if k is not None:  # True & b is b, False & b is False (and | the other way)
                         return other if bool(k) != _ABSORBING[op] else self.constant(_ABSORBING[op], torch.bool)
         return self._add(ir.Compute(op, tuple(operands), dtype, node.name))
+
+    def _picked(self, value: int, condition: int, branch: int) -> int:
+        """What a `where` on `condition` takes from `value` in its `branch` (1: true, 2:
+        false): a `where` on the same condition and dtype there gives its own branch."""
+        v = self.values[value]
+        if isinstance(v, ir.Compute) and v.op == "where" and v.args[0] == condition and v.dtype == self.dtype(v.args[branch]):
+            return v.args[branch]
+        return value
 
     def is_scalar(self, value: int) -> bool:
         """A value computed from constants and size symbols only (not a block of lanes)."""
