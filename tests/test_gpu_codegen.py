@@ -21,6 +21,7 @@ import xpu_lite.backend
 from xpu_lite import runtime
 from xpu_lite.codegen.triton import kernel_signature, kernel_sources
 from xpu_lite.lowering import ir
+from xpu_lite.report import capture
 
 from .test_kernels import FLOAT_OPINFOS, INT_OPINFOS, _opinfo
 from .test_kernels import _samples as _pointwise_samples
@@ -409,6 +410,23 @@ def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -
     _run(bn, torch.randn(4, 3, 5, 5, requires_grad=True), backward=True)
     assert any(kind == "fp32" for k in captured for kind in kernel_signature(k).values())
     _compile_for_cuda(captured)
+
+
+def test_kernels_computing_a_producer_where_they_gather_it_compile_for_cuda(captured) -> None:
+    """Rotary embeddings forward and backward, and placing ops and a pool reading
+    producers they compute where they read them (fusion.inlined_producers): masked
+    recomputation, a half producer rounded before cat promotes it, slices of slices, a
+    mask known while building along a size-1 dim."""
+    from .test_indexing import placed_producers, rotary_embedding
+
+    with capture() as reports:
+        _run(rotary_embedding, torch.randn(2, 5, 8, requires_grad=True), torch.randn(5, 8), torch.randn(5, 8), backward=True)
+        _run(placed_producers, torch.randn(5, 1).abs(), torch.randn(1, 4), torch.randn(5, 4).half(), torch.randn(2, 4))
+        _run(lambda x: F.avg_pool2d(x * 2 + 1, 3, stride=2, padding=1), torch.randn(1, 2, 7, 5))
+        _run(lambda x: torch.slice_scatter(torch.zeros_like(x), x * 2, 1, 0, None, 2), torch.randn(3, 1, 4))
+    computing = [sum("computed where" in d.kernel for d in r.decisions) for r in reports]
+    assert len(computing) == 5 and all(computing), computing  # rotary forward and backward, then one graph each
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
 def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:

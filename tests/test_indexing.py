@@ -425,6 +425,17 @@ def test_a_size_one_dim_gives_masks_known_while_building(device: str) -> None:
         assert not constants & (masks | picks), kernel
 
 
+def rotary_embedding(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+def placed_producers(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, f: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Pointwise producers only placing ops read (fusion.inlined_producers)."""
+    return (F.pad(a + b, (1, 2)), torch.cat([h * 3, f], dim=0), (a * b).flip(0), (a * 2 - b).repeat(2, 1),
+            F.pad(1 / a, (2, 0), value=-1.0), torch.cat([(b - a)[1:, ::2], b[:, :2]]))
+
+
 def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device: str) -> None:
     """`-x2` in rotary embeddings' `cat((-x2, x1))` (and in its gradient `grad * sin`, read
     through slices by a neg and the slice_scatters) is computed in the placing op's kernel
@@ -433,14 +444,7 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
     inputs, masked positions (a pad reads outside its input: 1 / 0 there, never picked), a
     half value promoted by cat
     (rounded as its tensor holds it), flip and repeat; bitwise equal to eager."""
-    def rotary(x, cos, sin):
-        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
-    def placing(a, b, h, f):
-        return (F.pad(a + b, (1, 2)), torch.cat([h * 3, f], dim=0), (a * b).flip(0), (a * 2 - b).repeat(2, 1),
-                F.pad(1 / a, (2, 0), value=-1.0), torch.cat([(b - a)[1:, ::2], b[:, :2]]))
-
+    rotary, placing = rotary_embedding, placed_producers
     compiled_rotary, compiled_placing = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (rotary, placing))
     with capture() as reports:
         for n in (3, 5):

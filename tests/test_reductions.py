@@ -15,9 +15,8 @@ import torch
 import torch.nn.functional as F
 
 import xpu_lite
-from xpu_lite.runtime import PERSISTENT_MAX
-
 from xpu_lite.report import capture
+from xpu_lite.runtime import PERSISTENT_MAX
 
 from .conftest import assert_bitwise
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _opinfo, _run_samples, _to
