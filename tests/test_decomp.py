@@ -346,6 +346,23 @@ def test_lite_training_runs_a_body_whose_steps_depend_on_requires_grad_op_by_op(
     assert any("aten.mm.default(" in line for line in calls) and not any("bmm" in line for line in calls), calls
 
 
+def test_probing_a_body_for_grad_dependent_steps_leaves_the_trace_symbolic() -> None:
+    """The probe of a kept op's body (compat.body_steps) runs without guards, so a size it
+    reads comes out as its example value. Its results once entered the fake tensor cache
+    shared by the trace: the kept `pad` of an input requiring grad was then traced as
+    static [3, 5, 7], normalize's expand baked [3, 5, 7] into the graph, and Dynamo, with
+    no guard on those sizes, ran that graph at the next size and failed (tools/op_chains.py
+    seed 6022, wide, lite, float16, training)."""
+    def fn(x):
+        return F.normalize(F.pad(x * 2, (1, 2)), dim=2).detach() * 1.0  # no gradient out: an inference graph
+
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (3, 4, 6):
+        x = torch.randn(n, n + 2, n + 1, requires_grad=True)
+        assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.forward_graphs == 1
+
+
 def test_lite_training_keeps_a_body_whose_steps_do_not_depend_on_requires_grad() -> None:
     linear = torch.nn.Linear(6, 5)
     compiled = torch.compile(linear, backend="xpu_lite", mode="lite", dynamic=True)
