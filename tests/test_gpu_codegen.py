@@ -429,6 +429,18 @@ def test_kernels_computing_a_producer_where_they_gather_it_compile_for_cuda(capt
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
+def test_reduction_and_scan_kernels_with_a_placing_prologue_compile_for_cuda(captured) -> None:
+    """cat, pad, flip and repeat computed per element in a reduction's or scan's kernel:
+    coordinates and masked loads in both the persistent and the looped source."""
+    from .test_reductions import PROLOGUES
+
+    for fn in PROLOGUES.values():
+        _run(fn, torch.randn(3, 5), torch.randn(3, 4))
+    _run(lambda x: (x * 2).cumsum(-1), torch.randn(3, 6, requires_grad=True), backward=True)
+    assert all(k.rnumel is not None for k in captured[:len(PROLOGUES)])
+    _compile_for_cuda(captured)
+
+
 def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:
     """Adaptive pools and their backward: reductions whose rows are windows of symbolic
     length, with masked loads and int64 coordinates: the max's two sources (its index in a

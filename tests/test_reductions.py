@@ -244,6 +244,64 @@ def test_batch_norm_is_kernels_with_running_stats(device: str, norm: str, traini
     assert eager_calls <= {"aten.copy_.default"}, eager_calls
 
 
+PROLOGUES = {
+    "cat, sum": lambda a, b: torch.cat([a, b], -1).sum(-1),
+    "pad, amax": lambda a, b: F.pad(a, (1, 2), value=-3.0).amax(-1),
+    "cat of producers, softmax": lambda a, b: torch.cat([a * 2, b.exp()], -1).softmax(-1),
+    "pad, sum over the outer dim": lambda a, b: F.pad(a, (0, 0, 2, 1)).sum(0),
+    "flip, cumsum": lambda a, b: a.flip(-1).cumsum(-1),
+    "repeat, argmax": lambda a, b: a.repeat(1, 2).argmax(-1),
+    "slice_scatter and select_scatter, sum": lambda a, b: torch.select_scatter(torch.slice_scatter(a, b * 2, 1, 1, 5), b[:, 0], 1, 0).sum(-1),
+    "arange, cumsum": lambda a, b: (torch.arange(a.shape[-1], device=a.device) * 0.5).cumsum(0),
+}
+
+
+@pytest.mark.parametrize("case", list(PROLOGUES))
+def test_a_placing_op_before_a_reduction_or_scan_is_computed_in_its_kernel(device: str, case: str) -> None:
+    """cat, pad, flip or repeat feeding a reduction or scan is computed per element of the
+    reduction's input in its kernel, at the space's coordinates with masked loads
+    (fusion._takes_as_prologue): one kernel, persistent and looped rows, one compilation."""
+    from xpu_lite.report import capture
+
+    fn = PROLOGUES[case]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for rows, length in ((3, 5), (2, LOOPED_ROW)):
+            a, b = torch.randn(rows, length, device=device), torch.randn(rows, 4, device=device)
+            a[-1, length // 2] = 9.0  # a unique maximum away from the first chunk
+            actual, expected = compiled(a, b), fn(a, b)
+            if expected.dtype.is_floating_point:
+                torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+            else:
+                assert torch.equal(actual, expected)
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert [len({d.kernel.split()[0] for d in r.decisions if d.kernel}) for r in reports] == [1], reports
+
+
+def test_cumsum_gradient_reads_its_flipped_input_in_the_scan() -> None:
+    """cumsum's gradient is flip, cumsum, flip: the first flip is computed in the scan's
+    kernel (was a kernel storing it first); the second reads the scan's result at other
+    positions, so a kernel of its own reads it from memory."""
+    from xpu_lite.report import capture
+
+    fn = lambda x: (x * 2).cumsum(-1)  # noqa: E731
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for length in (5, LOOPED_ROW):
+            ours, eagers = (torch.randn(3, length).requires_grad_() for _ in range(2))
+            with torch.no_grad():
+                eagers.copy_(ours)
+            weights = torch.randn(3, length)
+            (compiled(ours) * weights).sum().backward()
+            (fn(eagers) * weights).sum().backward()
+            # running sums of up to 1500 float32 terms, added in another order than eager's
+            torch.testing.assert_close(ours.grad, eagers.grad, rtol=1e-4, atol=1e-4)
+    backward = {d.node: d.kernel.split()[0] for d in reports[1].decisions if d.kernel}
+    scan = next(k for node, k in backward.items() if node.startswith("cumsum"))
+    flips = sorted(k for node, k in backward.items() if node.startswith("flip"))
+    assert len(set(backward.values())) == 2 and scan in flips and flips[0] != flips[1], backward
+
+
 # -- scans ----------------------------------------------------------------------------------
 def _scan_bound(x64: torch.Tensor, dim: int, product: bool) -> torch.Tensor:
     """How far a float32 running sum or product of k elements, in any order, can be from

@@ -102,7 +102,7 @@ def _windows(b: Any, node: torch.fx.Node, windowed: torch.fx.Node):
     coordinates, the position in `windowed` the offset reaches along each spatial dim, the
     lanes where it lies in the element's window (None: all), and the sizes of both."""
     dims = _OPS[node.target][1]
-    coords = b.reduction_coords()
+    coords = b.element_coords(b.space.sizes)  # of the pool's own space (LOWERINGS.own_space)
     lead, own, offsets = coords[:-2 * dims], coords[-2 * dims:-dims], coords[-dims:]
     own_sizes = b.space.sizes[-2 * dims:-dims]
     other_sizes = sizes_of(windowed)[-dims:]

@@ -283,12 +283,24 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     return shapes - {()}  # 0-dim values broadcast anywhere
 
 
+def _takes_as_prologue(reduction: torch.fx.Node, member: torch.fx.Node) -> bool:
+    """Whether a reduction or scan can compute `member`, which reads element coordinates,
+    per element of its input (cat, pad or flip before a sum or cumsum: cumsum's gradient
+    is a flip, a cumsum and a flip): at the space's own coordinates, with masked loads
+    (KernelBuilder.gather). Not an indirect load with its bounds assert (index, gather:
+    LOWERINGS.inlines is false for them; reduction kernels have no asserts), nor into a
+    reduction over a space of its own (an adaptive pool's windows)."""
+    return LOWERINGS.own_space(reduction) is None and (LOWERINGS.inlines(member) or not LOWERINGS.gathers(member))
+
+
 def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozenset[torch.fx.Node]) -> Space | None:
     """The run's space with `node` added, or None if node needs a kernel of its own."""
     space, members = run.space, set(run.members)
     own = _own_space(node)
-    if LOWERINGS.reads_coordinates(node) and space.rdims or own.rdims and any(map(LOWERINGS.reads_coordinates, members)):
-        return None  # a reduction computes no coordinates but its own (an adaptive pool's window)
+    if LOWERINGS.reads_coordinates(node) and space.rdims:
+        return None  # after a reduction, nothing reads coordinates: its rows are computed per row
+    if own.rdims and not all(_takes_as_prologue(node, m) for m in members if LOWERINGS.reads_coordinates(m)):
+        return None
     if any(root in members for root in _loaded_roots(node, inlined, is_view)):
         return None  # it loads its inputs at positions of its own: from memory
     member_shapes = _member_shapes(run, node, is_view)

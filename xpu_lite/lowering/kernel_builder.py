@@ -110,15 +110,11 @@ class KernelBuilder:
         return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask, bounds, message))
 
     def element_coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
-        """Coordinates of the current element in an untiled pointwise space of `shape`."""
-        assert not self.space.rdims and self.tile is None and shape == self.space.sizes
-        return flat_coords(ir.XINDEX, shape)
-
-    def reduction_coords(self) -> tuple[sympy.Expr, ...]:
-        """Coordinates of the current element (xindex, rindex) in a reduction space of a
-        rule's own (an adaptive pool's: LOWERINGS.own_space)."""
-        assert self.space.rdims
-        return space_coords(self.space)
+        """Coordinates of the current element in an untiled space of `shape`: a pointwise
+        one, or a reduction's per element (xindex, rindex): its input's, before it reduces
+        (fusion._takes_as_prologue), or a space of a rule's own (an adaptive pool's)."""
+        assert self.tile is None and shape == self.space.sizes
+        return space_coords(self.space) if self.space.rdims else flat_coords(ir.XINDEX, shape)
 
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool

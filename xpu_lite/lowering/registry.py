@@ -28,7 +28,8 @@ class Lowering:
     # argument positions whose tensors the rule loads itself, at positions it computes from
     # the element's own (cat, pad): fusion hands it those nodes, not values loaded for it
     gathers: tuple[int, ...] = ()
-    # the rule reads the element's coordinates (cat, pad, arange): untiled pointwise kernels only
+    # the rule reads the element's coordinates (cat, pad, arange): untiled pointwise kernels,
+    # and a reduction's per element before it reduces (fusion._takes_as_prologue)
     coordinates: bool = False
     # argument positions whose tensors the rule does not read (copy's destination: its
     # shape, dtype and strides are the node's own): no load, the rule gets the node
