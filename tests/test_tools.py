@@ -229,8 +229,10 @@ def test_op_chains_tell_upstream_and_amplified_differences_from_failures(capsys,
     """Seed 3008's lite gradient differs from eager's as aot_eager's does (AOTAutograd's
     trace): known. Seed 4019 in float16: ours is closer to float64 op by op, and the chain
     amplifies that one-ulp difference past the float64 criterion, no further than eager
-    moves under one-ulp jitter: known. The dropped half cast (put back here) is not
-    excused by either: seeds 15 and 16 fail."""
+    moves under one-ulp jitter: known. Seed 6217 (wide, lite, bfloat16) fails to compile
+    as aot_eager does (var's derivative divides by n - 1 = 0 while tracing): known, with
+    the backend's own error. The dropped half cast (put back here) is not excused by any
+    of these: seeds 15 and 16 fail."""
     from tools import op_chains
     from xpu_lite.lowering.kernel_builder import KernelBuilder
 
@@ -238,6 +240,9 @@ def test_op_chains_tell_upstream_and_amplified_differences_from_failures(capsys,
     assert "as aot_eager's (upstream)" in capsys.readouterr().out
     assert op_chains.main(["--seeds", "4019:1", "--length", "8", "--training", "--dtype", "float16"]) == 0
     assert "within eager's spread under one-ulp jitter" in capsys.readouterr().out
+    assert op_chains.main(["--seeds", "6217:1", "--length", "12", "--ops", "wide", "--training", "--mode", "lite",
+                           "--dtype", "bfloat16"]) == 0
+    assert "ZeroDivisionError: float division by zero, as aot_eager fails (upstream)" in capsys.readouterr().out
     assert op_chains.main(["--seeds", "0:3", "--length", "5", "--ops", "wide", "--training"]) == 0
     assert "3 chains, 0 failed" in capsys.readouterr().out
     monkeypatch.setattr(KernelBuilder, "round_to", lambda self, value, dtype, node: value)

@@ -230,9 +230,16 @@ def compare(got: torch.Tensor, want: torch.Tensor, reference: torch.Tensor, mode
 
 
 def _error(exc: Exception) -> str:
-    """An exception as one line: its type and its message's first line."""
+    """An exception as one line: its type and its message's first line (for Dynamo's
+    BackendCompilerFailed, whose first line names only the backend, its cause's)."""
+    exc = _inner(exc)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
+
+
+def _inner(exc: Exception) -> Exception:
+    """The backend's own error inside Dynamo's BackendCompilerFailed, else exc."""
+    return getattr(exc, "inner_exception", None) or exc if isinstance(exc, torch._dynamo.exc.BackendCompilerFailed) else exc
 
 
 def _error_vs(actual: torch.Tensor, reference: torch.Tensor) -> float:
@@ -259,6 +266,24 @@ def rounding_spread(program: Callable[..., torch.Tensor], x: torch.Tensor, weigh
             out.backward(weights.to(out.dtype))
             worst[1] = max(worst[1], _error_vs(leaf.grad, reference_grad))
     return worst[0], worst[1]
+
+
+def _fails_as_in_aot_eager(program: Op, x: torch.Tensor, training: bool, exc: Exception) -> bool:
+    """Whether aot_eager fails on `program` at `x` too, with the same kind of error
+    (Dynamo's BackendCompilerFailed wraps it: the inner errors are compared), forward and, in
+    training, backward: a symbolic `2 / (n - 1)` in var's derivative at n = 1 raises
+    ZeroDivisionError while tracing, in every backend."""
+    torch._dynamo.reset()
+    try:
+        leaf = x.clone().requires_grad_(training)
+        out = torch.compile(program, backend="aot_eager", dynamic=True)(leaf)
+        if training and out.requires_grad:
+            out.sum().backward()
+    except Exception as other:  # noqa: BLE001  (compared, not raised)
+        return type(_inner(other)) is type(_inner(exc))
+    finally:
+        torch._dynamo.reset()
+    return False
 
 
 def _as_aot_eager(program: Op, x: torch.Tensor, weights: torch.Tensor, grad: torch.Tensor) -> bool:
@@ -293,6 +318,8 @@ def check(seed: int, length: int, mode: str, dtype: torch.dtype, training: bool,
             else:
                 got = compiled(ours)
         except Exception as exc:  # noqa: BLE001  (reported as the program's verdict)
+            if _fails_as_in_aot_eager(program, x, training, exc):
+                return None, names, f"size {size}: {_error(exc)}, as aot_eager fails (upstream)"
             return f"size {size}: {_error(exc)}", names, None
         want, reference = program(eager), program(exact)
         weights = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
