@@ -943,6 +943,31 @@ def test_an_eager_call_between_nodes_of_one_space_runs_before_their_kernel(devic
     assert steps == ["mm", "kernel_0: sin, cos, add", "mm", "kernel_1: exp, tanh"], reports[0].source
 
 
+def test_an_eager_call_runs_before_a_kernel_with_the_views_it_reads(device: str) -> None:
+    """SwiGLU, `silu(x @ wg) * (x @ wu)` of a 3-D x: each matmul views x as 2-D, calls
+    mm and views the result back. `up`'s views come after silu in the graph: they move
+    with its mm before silu's kernel, so silu and the product are one kernel (they were
+    two: the views were nodes since the run began, so the mm could not move). Forward and
+    gradients, two sizes, one graph."""
+    def swiglu(x, wg, wu):
+        return F.silu(x @ wg) * (x @ wu)
+
+    compiled = torch.compile(swiglu, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5):
+            x = torch.randn(2, n, 8, device=device, requires_grad=True)
+            wg, wu = (torch.randn(8, 16, device=device, requires_grad=True) for _ in range(2))
+            got, want = compiled(x, wg, wu), swiglu(x, wg, wu)
+            _close(got, want)
+            for actual, expected in zip(torch.autograd.grad(got.sum(), (x, wg, wu)), torch.autograd.grad(want.sum(), (x, wg, wu)),
+                                        strict=True):
+                _close(actual, expected)
+    assert xpu_lite.counters.forward_graphs == 1
+    kernels = {d.kernel.split()[0] for d in reports[0].decisions if d.kernel}
+    ops = {d.op.removeprefix("aten.").split(".")[0] for d in reports[0].decisions if d.kernel}
+    assert len(kernels) == 1 and ops == {"sigmoid", "mul"}, reports[0].decisions
+
+
 def test_polygamma_beyond_trigamma_stays_eager_and_says_why() -> None:
     """polygamma n 0 and 1 are the digamma and trigamma kernels; n >= 2 is eager's, with
     the lowering's reason."""

@@ -2,10 +2,11 @@
 
 Input: the aten graph and its decisions. Output: one Group per run of KERNEL nodes that
 share an iteration space, consecutive once the eager calls between them that read none of
-them have been moved before the run (the graph is reordered in place). A pointwise run
-shares its output sizes. A reduction run shares the reduced input's sizes S and reduced
-dims D: pointwise producers of size S are computed inline in the reduction's loads ("full"
-values, one per element), and consumers of the reduced rows ("row" values: S with D kept
+them have been moved before the run, with the views they read (the graph is reordered in
+place). A pointwise run shares its output sizes. A reduction run shares the reduced
+input's sizes S and reduced dims D: pointwise producers of size S, and placing ops
+(_takes_as_prologue), are computed inline in the reduction's loads ("full" values, one per
+element), and consumers of the reduced rows ("row" values: S with D kept
 as 1 or squeezed) or of size S (the row broadcast back over D) join it. A group loads what
 it reads from outside, computes its nodes in registers, and stores only the values
 something outside the group reads, at the strides eager would give them
@@ -72,9 +73,11 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current.members.append(node)  # one output of a fused multi-output reduction (var_mean, max.dim)
             continue
         if decision is None or decision.kind is not DecisionKind.KERNEL:
-            if current is not None and current.members and not waiting and _movable_before(node, current.members[0], position):
-                current.members[0].prepend(node)  # does not end the run: runs before it
-                position[node] = position[current.members[0]] - 0.5
+            moving = _movable_before(node, current.members[0], position, is_view) if current and current.members and not waiting else None
+            if moving:
+                for step in moving:  # does not end the run: runs before it (with the views it reads)
+                    current.members[0].prepend(step)
+                    position[step] = position[current.members[0]] - 0.5
                 moved = True
             elif node.op != "placeholder":
                 flush()
@@ -183,18 +186,28 @@ def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_vie
     return roots
 
 
-def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float]) -> bool:
-    """Whether a node that is not a kernel's can run before the run that starts at `first`
-    instead of ending it: it reads nothing computed since (the run's members, views of
-    them) and writes nothing. Eager calls keep their order among themselves (the RNG
-    stream, runtime asserts); only kernel nodes move after them, so that the nodes of one
-    iteration space become one kernel where an unrelated eager call (a matmul, a size)
-    stood between them."""
+def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float],
+                    is_view: Any) -> list[torch.fx.Node] | None:
+    """The nodes to move before the run that starts at `first` so that `node`, which is not
+    a kernel's, runs there instead of ending the run: node, after the views it reads that
+    come since `first` (a matmul's `view` of its input); None where it cannot. It reads
+    nothing computed since (the run's members, views of them) and writes nothing. Eager
+    calls keep their order among themselves (the RNG stream, runtime asserts); only kernel
+    nodes move after them, so that the nodes of one iteration space become one kernel
+    where an unrelated eager call (a matmul, a size) stood between them: SwiGLU's
+    `silu(gate) * up` is one kernel, with `up`'s matmul run before it."""
     if node.op not in ("call_function", "get_attr"):
-        return False
+        return None
     if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable:
-        return False
-    return all(position[arg] < position[first] for arg in node.all_input_nodes)
+        return None
+    views: list[torch.fx.Node] = []
+    for arg in node.all_input_nodes:
+        if position[arg] < position[first]:
+            continue
+        if not is_view(arg) or (before := _movable_before(arg, first, position, is_view)) is None:
+            return None
+        views += [v for v in before if v not in views]
+    return [*views, node]
 
 
 def _is_scalar(node: torch.fx.Node, run: _Run | None, is_view: Any) -> bool:
