@@ -222,9 +222,7 @@ def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any, keep_requi
         return None
     # a mode of its own over the trace's ShapeEnv: the sizes stay the trace's symbols
     fake_mode = torch._subclasses.fake_tensor.FakeTensorMode(shape_env=tracing_mode.shape_env)
-    # Without guards a size the probe reads comes out as its example value: such a result
-    # must not enter the fake tensor cache, which the ShapeEnv's modes share (pad's size
-    # came out static in the trace afterwards, and the graph was reused for other sizes).
+    # guard-free results (sizes as example values) stay out of the cache the trace shares
     fake_mode.cache_enabled = False
     recorder = _OpRecorder()
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
