@@ -169,6 +169,9 @@ def test_hf_models_says_what_it_needs(monkeypatch: pytest.MonkeyPatch, capsys) -
     with pytest.raises(SystemExit):
         hf_models.main(["--models", "llama,no_such_model"])
     assert "valid: llama, mistral" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        hf_models.main(["--models", "llama", "--device", "no_such_device"])
+    assert "xpu_lite runs on xpu, cuda, cpu" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "transformers", None)  # import fails as if not installed
     assert hf_models.main(["--models", "llama"]) == 2
     assert "needs transformers" in capsys.readouterr().err
@@ -184,6 +187,9 @@ def test_bench_models_runs_and_checks_its_arguments(capsys, tmp_path) -> None:
     with pytest.raises(SystemExit):
         bench_models.main(["--models", "no_such_model"])
     assert "valid: llama" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_models.main(["--models", "bert", "--device", "no_such_device"])
+    assert "xpu_lite runs on xpu, cuda, cpu" in capsys.readouterr().err
     written = tmp_path / "benchmarks.md"
     assert bench_models.main(["--models", "bert", "--lengths", "8,12", "--repeat", "1", "--write", str(written)]) == 0
     assert torch.is_grad_enabled()  # measured under no_grad, left as it was for the rest of the process

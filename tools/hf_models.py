@@ -17,6 +17,7 @@ installed it does not pull another one):
     python tools/hf_models.py --option eager_bindings=True   # any xpu_lite option, repeatable
     python tools/hf_models.py --mode default --lengths 8 --fallbacks   # what still runs eagerly, and why
     python tools/hf_models.py --dtype bfloat16 --mode default   # against a float64 copy of each model
+    python tools/hf_models.py --mode default --device cuda   # on a GPU (default: the best available device)
 
 Lite mode must be bitwise equal to eager (logits; in training the loss and every
 parameter's gradient); the default mode is compared per tensor by the norm of the
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an xpu_lite option (value a Python literal, else a string), repeatable")
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32",
                         help="the models' parameters and compute dtype")
+    parser.add_argument("--device", default=None, help="cpu, cuda or xpu (default: the best available)")
     parser.add_argument("--fallbacks", action="store_true",
                         help="at the end, the eager calls of every compiled graph by op and reason kind, most first")
     args = parser.parse_args(argv)
@@ -110,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         lengths = [int(n) for n in args.lengths.split(",")]
     except ValueError:
         parser.error(f"--lengths {args.lengths!r}: comma-separated integers")
+    from xpu_lite.runtime import device_or_usage_error
+
+    device = device_or_usage_error(parser, args.device)
     try:
         import transformers
     except ImportError:
@@ -126,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}, mode {args.mode}, {args.dtype}, "
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}, "
           f"lengths {lengths}"
           + (f", options {options}" if options else ""), flush=True)
     failed = 0
@@ -138,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: skipped, transformers {transformers.__version__} has no {model_cls}")
             continue
         torch.manual_seed(0)
-        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).to(getattr(torch, args.dtype))
+        model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).to(device, getattr(torch, args.dtype))
         for training in (False,) if args.no_training else (False, True):
             verdict = check(model.train(training), extra, lengths, args.mode, training, args.rtol, args.atol, options,
-                            fallbacks)
+                            fallbacks, device)
             failed += verdict.startswith("FAIL")
             print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
     print(f"{len(names)} models, {failed} failed, {time.perf_counter() - start:.0f} s")
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], mode: str,
           training: bool, rtol: float, atol: float, options: dict[str, Any] | None = None,
-          fallbacks: collections.Counter[tuple[str, str]] | None = None) -> str:
+          fallbacks: collections.Counter[tuple[str, str]] | None = None, device: torch.device | None = None) -> str:
     """'ok ...' or 'FAIL: why', comparing each length's results with eager's; the fallbacks of
     the graphs compiled are counted into `fallbacks` by (op, reason kind)."""
     from xpu_lite.report import capture
@@ -172,7 +177,7 @@ def check(model: Any, extra: Callable[..., dict[str, Any]], lengths: list[int], 
     began = time.perf_counter()
     with capture() as reports:
         for i, length in enumerate(lengths):
-            ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length))
+            ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length)).to(device)
             try:
                 want = _run(model, ids, extra(ids), training)
                 got = _run(compiled, ids, extra(ids), training)
