@@ -426,6 +426,32 @@ def test_running_max_and_min_are_bitwise_eager(device: str, dtype: torch.dtype) 
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=[str(d).removeprefix("torch.") for d in FLOAT_DTYPES])
+def test_float_scans_are_eagers_cpu_loop(dtype: torch.dtype) -> None:
+    """Under the interpreter a float cumsum/cumprod is eager's cpu loop, bitwise: carried in
+    eager's acc_type (a double for float32, a float for float16/bfloat16), every element
+    added (multiplied) in order, the carry of the chunks before entering at a chunk's first
+    lane; a row starting with -0.0 sums to +0.0 as eager's `0 + x`. Persistent and looped
+    rows, the last dim and the first, a transposed input, NaN and inf, a dtype argument.
+    (On a gpu the block scans in parallel, as eager's cuda kernel does:
+    test_scans_walk_rows_in_one_kernel_for_every_length bounds it.)"""
+    def fn(x, p):
+        return (x.cumsum(-1), x.cumsum(0) * 2, x.t().cumsum(1), p.cumprod(-1), p.cumprod(0),
+                x.cumsum(-1, dtype=torch.float32))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for length in (5, 37, LOOPED_ROW):
+        x = torch.randn(4, length) * 100
+        x[0, :3] = torch.tensor([-0.0, -0.0, 1.0])
+        x[:, 0] = -0.0
+        x[1, 2], x[2, 4] = float("inf"), float("nan")
+        p = 1 + 0.01 * torch.randn(4, length)
+        x, p = x.to(dtype), p.to(dtype)
+        assert_bitwise(compiled(x, p), fn(x, p), nan_payloads=False)  # eager's bfloat16 casts write 0xFFFF
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert xpu_lite.counters.persistent_launches > 0 and xpu_lite.counters.looped_launches > 0
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=[str(d).removeprefix("torch.") for d in FLOAT_DTYPES])
 def test_logcumsumexp_is_eagers_loop(device: str, dtype: torch.dtype) -> None:
     """logcumsumexp folds each row one element at a time, in order, as eager's cpu loop:
     log1p(exp(min - max)) + max from -inf, carried in a double (eager's acc_type), the

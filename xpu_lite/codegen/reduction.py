@@ -19,7 +19,9 @@ accumulator adds its elements one at a time, in rindex order, from 0, as eager's
 
 A Scan (cumsum, cumprod) is per element and computed in the pass of its input: within a
 chunk, the block's own scan, combined with a per-row carry of the chunks before it (the
-carry starts again in each pass that recomputes the scan).
+carry starts again in each pass that recomputes the scan). Under the interpreter a float
+scan is eager's cpu loop: carried in eager's acc_type, the carry entering at the chunk's
+first lane, so every element is added in eager's order.
 """
 from __future__ import annotations
 
@@ -198,7 +200,7 @@ class _Source:
                 value = k.values[i]
                 if isinstance(value, ir.Scan):
                     dtype = k.values[value.arg].dtype if value.op in ir.FOLDS else value.dtype  # a fold carries the value
-                    carried = self._carry(value) if value.op == "logaddexp" else TL_DTYPE[dtype]
+                    carried = self._carry(value) if value.op == "logaddexp" or self._in_order(value) else TL_DTYPE[dtype]
                     self.out.line(f"carry{i} = tl.full([XBLOCK, 1], {self._identity(value.op, dtype)}, {carried})",
                                   f"{value.node}: the chunks before")
                     if value.op.startswith("arg"):
@@ -260,6 +262,9 @@ class _Source:
             self._fold(i, name)
             return
         op, dt = value.op, TL_DTYPE[value.dtype]
+        if self._in_order(value):
+            self._scan_in_order(i, name)
+            return
         self.out.line(f"scan{i} = tl.where(mask, {self.names[value.arg]}, {self._identity(op, value.dtype)}).to({dt})", value.node)
         scanned = _SCAN[self.target][op].format(f"scan{i}")
         if self.persistent:
@@ -269,6 +274,31 @@ class _Source:
             whole = _COMBINE[self.target][op]
             self.out.line(f"{name} = carry{i} {symbol} {scanned}")
             self.out.line(f"carry{i} = carry{i} {symbol} {whole.format(f'scan{i}')}[:, None]")
+        self.names[i] = name
+
+    def _in_order(self, value: ir.Scan) -> bool:
+        """A float cumsum/cumprod under the interpreter: eager's cpu loop (ir.Scan.carry)."""
+        return self.target == "interpreter" and value.op in ("sum", "prod") and value.carry is not None
+
+    def _scan_in_order(self, i: int, name: str) -> None:
+        """Eager's cpu loop, `acc += x[k]; out[k] = acc` in its acc_type: the chunk in the
+        carry's dtype, the carry added to its first lane, then the interpreter's scan (numpy's
+        cumsum/cumprod, in order). Persistent, the carry is the identity: `0 + -0.0` is +0.0,
+        as eager's first step. The next chunk's carry is the last lane (masked lanes hold the
+        identity, so it is the row's running value)."""
+        value = self.k.values[i]
+        assert isinstance(value, ir.Scan)
+        op, carried, identity = value.op, self._carry(value), self._identity(value.op, value.dtype)
+        symbol, combine = {"sum": "+", "prod": "*"}[op], _COMBINE[self.target][op]
+        carry = identity if self.persistent else f"carry{i}"
+        lane = "tl.arange(0, RBLOCK)[None, :]"
+        self.out.line(f"scan{i} = tl.where(mask, {self.names[value.arg]}, {identity}).to({carried})", value.node)
+        self.out.line(f"scan{i} = tl.where({lane} == 0, {carry} {symbol} scan{i}, scan{i})", "the carry, then each element in order")
+        self.out.line(f"scan{i} = {_SCAN[self.target][op].format(f'scan{i}')}")
+        self.out.line(f"{name} = scan{i}.to({TL_DTYPE[value.dtype]})")
+        if not self.persistent:
+            last = f"tl.where({lane} == RBLOCK - 1, scan{i}, {identity})"
+            self.out.line(f"carry{i} = {combine.format(last)}[:, None]")
         self.names[i] = name
 
     def _fold(self, i: int, name: str) -> None:

@@ -145,8 +145,9 @@ class Scan:
     arg: int
     dtype: torch.dtype  # accumulator and result dtype
     node: str
-    # logaddexp's carry under the interpreter: eager's cpu acc_type for the input's dtype
-    # (double for float32, float for float16/bfloat16); a gpu carries a double
+    # the carry under the interpreter of logaddexp and of a float sum/prod: eager's cpu
+    # acc_type for the dtype (double for float32, float for float16/bfloat16); on a gpu
+    # logaddexp carries a double, a sum/prod its dtype
     carry: torch.dtype | None = None
 
 

@@ -202,12 +202,15 @@ def _var_mean(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> tuple[int, int
 
 def _scan(op: str) -> Callable[..., int]:
     """cumsum / cumprod: in the result's compute dtype (int64 for integer and bool inputs;
-    float32 for floats, as eager on GPU: eager on cpu accumulates floats in double)."""
+    float32 for floats, as eager on GPU). Floats under the interpreter: eager's cpu loop,
+    in order, carried in its acc_type (a double for float32, a float for float16/bfloat16)."""
 
     def rule(b: Any, node: torch.fx.Node, x: Any, *rest: Any) -> int:
-        cdt = ir.compute_dtype(node.meta["val"].dtype)
+        dtype = node.meta["val"].dtype
+        cdt = ir.compute_dtype(dtype)
         value = _arg(b, x, cdt, node)
-        return value if _zero_dim(node) else b.scan(op, value, node, cdt)
+        carry = None if not dtype.is_floating_point else torch.float32 if dtype in ir.ROUNDINGS else torch.float64
+        return value if _zero_dim(node) else b.scan(op, value, node, cdt, carry)
 
     return rule
 
