@@ -968,6 +968,43 @@ def test_an_eager_call_runs_before_a_kernel_with_the_views_it_reads(device: str)
     assert len(kernels) == 1 and ops == {"sigmoid", "mul"}, reports[0].decisions
 
 
+THERE_AND_BACK = {
+    "transpose, transpose": lambda a: a.transpose(1, 2).transpose(1, 2),
+    "permute, inverse permute": lambda a: a.permute(2, 0, 1).permute(1, 2, 0),
+    "split heads, merge heads": lambda a: a.view(a.shape[0], a.shape[1], 2, -1).view(a.shape),
+    "unsqueeze, squeeze": lambda a: a.unsqueeze(1).squeeze(1),
+}
+
+
+@pytest.mark.parametrize("views", THERE_AND_BACK.values(), ids=THERE_AND_BACK.keys())
+def test_a_value_read_through_views_there_and_back_is_read_in_its_kernel(device: str, views) -> None:
+    """A value computed in a kernel and read through views that put every element back at
+    its own coordinates (same sizes, strides and offset) is the value itself: one kernel,
+    not a second one that re-reads it from memory. A transpose that stays one reads it at
+    other coordinates: two kernels. Bitwise eager's (adds and products), two sizes, one
+    graph each."""
+    def fn(x, y):
+        a = x * y
+        return (a + views(a)) * 3
+
+    def transposed(x):
+        a = x * 2
+        return a + a.t()
+
+    for f, args, count in [(fn, lambda n: (torch.randn(3, 5, n, device=device), torch.randn(3, 5, n, device=device)), 1),
+                           (transposed, lambda n: (torch.randn(n, n, device=device),), 2)]:
+        torch._dynamo.reset()
+        xpu_lite.reset_counters()
+        compiled = torch.compile(f, backend="xpu_lite", dynamic=True)
+        with capture() as reports:
+            for n in (4, 6):
+                inputs = args(n)
+                assert_bitwise(compiled(*inputs), f(*inputs))
+        assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+        kernels = {d.kernel.split()[0] for d in reports[0].decisions if d.kernel}
+        assert len(kernels) == count, (f.__name__, reports[0].decisions)
+
+
 def test_polygamma_beyond_trigamma_stays_eager_and_says_why() -> None:
     """polygamma n 0 and 1 are the digamma and trigamma kernels; n >= 2 is eager's, with
     the lowering's reason."""

@@ -26,7 +26,7 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import provably_positive
+from .._torch_compat import provably_positive, statically_known_true
 from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group
 from .registry import LOWERINGS
@@ -282,6 +282,8 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     for arg in node.all_input_nodes:
         if arg in members:
             shapes.add(sizes_of(arg))
+        elif is_view(arg) and view_root(arg, is_view) in members and _same_elements(arg, view_root(arg, is_view)):
+            shapes.add(sizes_of(arg))  # transpose(1, 2).transpose(1, 2), a view there and back: the member itself
         elif is_view(arg) and view_root(arg, is_view) in members:
             view = arg
             while is_view(view):
@@ -294,6 +296,19 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
                 return None
             shapes.add(rows[0] if sizes_of(arg) == space.sizes else sizes_of(arg))  # an expanded row broadcasts as (…, 1, …)
     return shapes - {()}  # 0-dim values broadcast anywhere
+
+
+def _same_elements(view: torch.fx.Node, root: torch.fx.Node) -> bool:
+    """Whether a chain of views reads every element of its root at the root's own
+    coordinates: the same sizes, strides (where a size is not 1) and storage offset. A
+    value computed in the kernel is read through it as itself."""
+    val, base = view.meta["val"], root.meta["val"]
+    if not isinstance(base, torch.Tensor) or val.dim() != base.dim():
+        return False
+    same = lambda a, b: statically_known_true(a == b)  # noqa: E731  (2*(s//2) is s where a guard says s is even)
+    return (all(same(n, m) for n, m in zip(val.shape, base.shape))
+            and all(same(a, b) for a, b, n in zip(val.stride(), base.stride(), base.shape) if not same(n, 1))
+            and same(val.storage_offset(), base.storage_offset()))
 
 
 def _takes_as_prologue(reduction: torch.fx.Node, member: torch.fx.Node) -> bool:
