@@ -429,6 +429,17 @@ def test_kernels_computing_a_producer_where_they_gather_it_compile_for_cuda(capt
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
+def test_kernels_computing_a_placing_op_where_another_gathers_it_compile_for_cuda(captured) -> None:
+    """llama's key rotary inside its cache's cat, a pad of a cat, a cat of a flip of a pad:
+    the inner placing op's conditions and loads at the reader's coordinates, under its mask."""
+    from .test_indexing import PLACED_IN_PLACING
+
+    for fn in PLACED_IN_PLACING.values():
+        _run(fn, torch.randn(2, 4, 5, 8), torch.randn(2, 4, 2, 8), torch.randn(5, 8), torch.randn(5, 8))
+    assert len(captured) == len(PLACED_IN_PLACING), [k.name for k in captured]
+    _compile_for_cuda(captured)
+
+
 def test_reduction_and_scan_kernels_with_a_placing_prologue_compile_for_cuda(captured) -> None:
     """cat, pad, flip and repeat computed per element in a reduction's or scan's kernel:
     coordinates and masked loads in both the persistent and the looped source."""

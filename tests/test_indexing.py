@@ -481,6 +481,32 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
         assert all(rows[node] == "kernel" for node in names), rows  # not "dead, removed"
 
 
+PLACED_IN_PLACING = {
+    # llama's keys: rotate_half's cat read by a product the KV cache's cat computes where it reads it
+    "rotary key into a cache": lambda k, past, cos, sin: torch.cat([past, rotary_embedding(k, cos, sin)], dim=-2),
+    "pad of a cat": lambda k, past, cos, sin: F.pad(torch.cat([k, past * 2], dim=-2), (1, 2), value=-3.0),
+    "cat of a flip of a pad": lambda k, past, cos, sin: torch.cat([F.pad(k, (0, 0, 1, 1)).flip(-1) * cos[0], past], dim=-2),
+}
+
+
+@pytest.mark.parametrize("fn", PLACED_IN_PLACING.values(), ids=PLACED_IN_PLACING.keys())
+def test_a_placing_op_read_where_another_gathers_it_is_computed_there(device: str, fn) -> None:
+    """A placing op (cat, pad, flip, ...) that only placing ops read, directly or through
+    inlined producers, is computed where they read it, at their coordinates: its own
+    conditions and loads there, under the reader's mask (lanes outside the reader's input
+    load nothing). llama's key rotary and its KV cache's cat were two kernels, the first
+    storing rotate_half(k). One kernel each, forward bitwise eager's formula, two sizes."""
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5):
+            k, past = torch.randn(2, 4, n, 8, device=device), torch.randn(2, 4, 2, 8, device=device)
+            cos, sin = torch.randn(n, 8, device=device), torch.randn(n, 8, device=device)
+            assert_eager_formula(compiled(k, past, cos, sin), fn(k, past, cos, sin))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert len({d.kernel.split()[0] for d in reports[0].decisions if d.kernel}) == 1, reports[0].decisions
+    assert reports[0].kernels[0].count("tl.store") == 1
+
+
 def test_a_producer_is_not_computed_where_its_inputs_are_not_in_memory_yet() -> None:
     """A producer is computed where it is gathered only if what it reads is in memory then:
     not when a write to its input comes between (the reader would see the new values), and

@@ -13,9 +13,9 @@ something outside the group reads, at the strides eager would give them
 (kernel_builder.py builds each group's kernel). A scatter node (index_put, scatter) is a
 group of its own that stores into its input's buffer (scatter.py). An adaptive pool is a
 reduction over a space of its own: its result's elements times a bound on their windows
-(adaptive.py); consumers of its rows join it. A pointwise producer that only placing ops
-and pools read (inlined_producers) is in no run: each reader's kernel computes it where
-it reads it, and it is never stored.
+(adaptive.py); consumers of its rows join it. A pointwise producer or placing op that
+only placing ops and pools read (inlined_producers) is in no run: each reader's kernel
+computes it where it reads it, and it is never stored.
 """
 from __future__ import annotations
 
@@ -127,9 +127,11 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
     reads it, from the producer's inputs loaded there, rather than a kernel of its own
     storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings' rotate_half, and in its
     gradient the slices of `grad * sin`; a slice is its input at mapped positions,
-    space.slice_map). The list holds those slices too. The reader's kernel may not
-    compute those inputs itself (_loaded_roots), and nothing between the producer and the
-    reader writes a tensor: the inputs are read when the reader runs."""
+    space.slice_map). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
+    read by a product the KV cache's cat computes) is one too, computed at the reader's
+    coordinates (KernelBuilder.placed_at). The list holds those slices too. The reader's
+    kernel may not compute those inputs itself (_loaded_roots), and nothing between the
+    producer and the reader writes a tensor: the inputs are read when the reader runs."""
     def kernel(node: torch.fx.Node) -> bool:
         return node.name in decisions and decisions[node.name].kind is DecisionKind.KERNEL
 
@@ -139,7 +141,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
             return False
         if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
             return slice_map(node) is not None
-        return kernel(node) and LOWERINGS.pointwise(node)
+        return kernel(node) and (LOWERINGS.pointwise(node) or LOWERINGS.places(node))
 
     nodes = list(gm.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}

@@ -257,7 +257,7 @@ def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
 
 
 def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
-    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True, inlines=bool(gathers))(rule)
+    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True, inlines=bool(gathers), places=bool(gathers))(rule)
 
 
 _reg(aten.cat.default, _check_cat, _cat, (0,))

@@ -59,6 +59,9 @@ class KernelBuilder:
         self.ordered = False  # see in_order
         self.inlined = inlined  # pointwise producers computed where they are gathered (fusion.inlined_producers)
         self.recomputed: dict[torch.fx.Node, None] = {}  # those this kernel computed, in order
+        # a placing op computed where it is gathered: its coordinates there and the lanes
+        # that read it (see _recompute), innermost last
+        self.placed_at: list[tuple[tuple[sympy.Expr, ...], int | None]] = []
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
@@ -112,14 +115,25 @@ class KernelBuilder:
     def element_coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
         """Coordinates of the current element in an untiled space of `shape`: a pointwise
         one, or a reduction's per element (xindex, rindex): its input's, before it reduces
-        (fusion._takes_as_prologue), or a space of a rule's own (an adaptive pool's)."""
+        (fusion._takes_as_prologue), or a space of a rule's own (an adaptive pool's). For a
+        placing op computed where another op gathers it: the coordinates it is read at."""
+        if self.placed_at:
+            return self.placed_at[-1][0]
         assert self.tile is None and shape == self.space.sizes
         return space_coords(self.space) if self.space.rdims else flat_coords(ir.XINDEX, shape)
 
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
         value `mask` is true (None: every lane); a view reads its root buffer. A producer
-        fusion inlined is computed there instead, from its inputs loaded there."""
+        fusion inlined is computed there instead, from its inputs loaded there. Inside a
+        placing op computed so, only the lanes that read it load."""
+        if self.placed_at and (outer := self.placed_at[-1][1]) is not None:
+            mask = outer if mask is None else self.all_of([mask, outer], node)
+            self.placed_at.append((self.placed_at[-1][0], None))  # what it reads in turn is under `mask` already
+            try:
+                return self.gather(node, coords, mask)
+            finally:
+                self.placed_at.pop()
         if node in self.inlined:  # as its tensor would hold it: a half value rounded (cat promotes)
             value, dtype = self._recompute(node, coords, mask), node.meta["val"].dtype
             value = self.round_to(value, dtype, node) if dtype in ir.ROUNDINGS else value
@@ -140,10 +154,10 @@ class KernelBuilder:
             source = node.args[0]
             return self._recompute(source, at, mask) if source in self.inlined else self.gather(source, at, mask)
         sizes, operands = sizes_of(node), []
-        unread = LOWERINGS.unread(node)
+        unread, gathers = LOWERINGS.unread(node), LOWERINGS.gathers(node)
         for position, arg in enumerate(node.args):
-            if position in unread or not isinstance(arg, torch.fx.Node):
-                operands.append(arg)
+            if position in unread or position in gathers or not isinstance(arg, torch.fx.Node):
+                operands.append(arg)  # a placing op gathers its own (at the coordinates in placed_at)
             elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
                 operands.append(ir.Ref(self.sym(arg)))
             else:  # broadcast: a dim of 1 against a longer one is read at 0
@@ -155,7 +169,13 @@ class KernelBuilder:
                 else:
                     operands.append(ir.Ref(self.gather(arg, at, mask)))
         self.recomputed[node] = None
-        return LOWERINGS.rule(node)(self, node, *operands)
+        if not LOWERINGS.places(node):
+            return LOWERINGS.rule(node)(self, node, *operands)
+        self.placed_at.append((coords, mask))
+        try:
+            return LOWERINGS.rule(node)(self, node, *operands)
+        finally:
+            self.placed_at.pop()
 
     def gather_at(self, node: torch.fx.Node, coords: tuple[sympy.Expr | int, ...], message: str) -> int:
         """An indirect load: `node`'s element at `coords`, where an int coordinate is an

@@ -44,6 +44,10 @@ class Lowering:
     # from the element's (cat, pad, flip, pools' windows): a pointwise producer that only such
     # readers read is computed there instead of stored (fusion.inlined_producers)
     inlines: bool = False
+    # each element is one element of a gathered input, or a value of the node's own (cat, pad,
+    # flip, repeat, slice_scatter, select_scatter): computed at other coordinates as cheaply as
+    # at its own, so an inlined producer may be one (fusion.inlined_producers)
+    places: bool = False
 
 
 class LoweringRegistry:
@@ -61,12 +65,13 @@ class LoweringRegistry:
         gathers: tuple[int, ...] = (), coordinates: bool = False, unread: tuple[int, ...] = (),
         scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
         space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None, inlines: bool = False,
+        places: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
                 self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers,
-                                           coordinates or bool(gathers), unread, scatter, space, inlines)
+                                           coordinates or bool(gathers), unread, scatter, space, inlines, places)
             return rule
 
         return wrap
@@ -112,6 +117,11 @@ class LoweringRegistry:
         """Whether node's rule computes a pointwise producer where it gathers it (see Lowering)."""
         entry = self._table.get(node.target)
         return entry is not None and entry.inlines
+
+    def places(self, node: torch.fx.Node) -> bool:
+        """Whether node's rule places its inputs' elements (see Lowering)."""
+        entry = self._table.get(node.target)
+        return entry is not None and entry.places
 
     def pointwise(self, node: torch.fx.Node) -> bool:
         """Whether node's rule computes each element from its inputs' elements at the same
