@@ -507,6 +507,31 @@ def test_a_placing_op_read_where_another_gathers_it_is_computed_there(device: st
     assert reports[0].kernels[0].count("tl.store") == 1
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_a_placing_op_moves_an_inlined_half_value_unrounded_unless_it_promotes(device: str, dtype: torch.dtype) -> None:
+    """A half producer computed where a placing op reads it is rounded as a fused value is:
+    where it leaves its dtype (cat promoting it to float32), not where the placing op keeps
+    it (pad, flip): there `pad(a * b) * c` inside the pad is `a * b * c` computed in one
+    kernel, bit for bit (the value was rounded before 2026-11-26)."""
+    def padded(a, b, c, wide):
+        return F.pad(a * b, (1, 1)) * wide, (a * b).flip(-1) * c.flip(-1)
+
+    def fused(a, b, c):
+        return a * b * c
+
+    def promoted(a, b, f):
+        return torch.cat([a * b, f], dim=0)
+
+    compiled_padded, compiled_fused, compiled_promoted = (torch.compile(f, backend="xpu_lite", dynamic=True)
+                                                          for f in (padded, fused, promoted))
+    for n in (5, 8):
+        a, b, c = (torch.randn(3, n, device=device).to(dtype) for _ in range(3))
+        (pad, flip), plain = compiled_padded(a, b, c, F.pad(c, (1, 1))), compiled_fused(a, b, c)
+        assert torch.equal(pad[:, 1:-1], plain) and torch.equal(flip.flip(-1), plain)
+        f = torch.randn(2, n, device=device)
+        assert_bitwise(compiled_promoted(a, b, f), promoted(a, b, f))  # a * b rounded, as its tensor holds it
+
+
 def test_a_producer_is_not_computed_where_its_inputs_are_not_in_memory_yet() -> None:
     """A producer is computed where it is gathered only if what it reads is in memory then:
     not when a write to its input comes between (the reader would see the new values), and

@@ -62,6 +62,7 @@ class KernelBuilder:
         # a placing op computed where it is gathered: its coordinates there and the lanes
         # that read it (see _recompute), innermost last
         self.placed_at: list[tuple[tuple[sympy.Expr, ...], int | None]] = []
+        self.reader: torch.fx.Node | None = None  # the node whose rule is running (see apply)
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
@@ -134,9 +135,9 @@ class KernelBuilder:
                 return self.gather(node, coords, mask)
             finally:
                 self.placed_at.pop()
-        if node in self.inlined:  # as its tensor would hold it: a half value rounded (cat promotes)
-            value, dtype = self._recompute(node, coords, mask), node.meta["val"].dtype
-            value = self.round_to(value, dtype, node) if dtype in ir.ROUNDINGS else value
+        if node in self.inlined:  # a half value as the reader reads it: rounded where it promotes (cat)
+            value = self._recompute(node, coords, mask)
+            value = _leaving_its_dtype(self, value, node, self.reader) if self.reader is not None else value
             if mask is None:
                 return value
             zero = self.constant(ir.convert_scalar(0, self.dtype(value)), self.dtype(value))
@@ -169,13 +170,20 @@ class KernelBuilder:
                 else:
                     operands.append(ir.Ref(self.gather(arg, at, mask)))
         self.recomputed[node] = None
-        if not LOWERINGS.places(node):
-            return LOWERINGS.rule(node)(self, node, *operands)
-        self.placed_at.append((coords, mask))
+        return self.apply(node, operands, (coords, mask) if LOWERINGS.places(node) else None)
+
+    def apply(self, node: torch.fx.Node, operands: list[Any], placed_at: tuple[tuple[sympy.Expr, ...], int | None] | None = None) -> Any:
+        """node's rule on its operands, `reader` being node meanwhile; a placing op computed
+        where another op gathers it, at those coordinates and under that mask (placed_at)."""
+        reader, self.reader = self.reader, node
+        if placed_at is not None:
+            self.placed_at.append(placed_at)
         try:
             return LOWERINGS.rule(node)(self, node, *operands)
         finally:
-            self.placed_at.pop()
+            self.reader = reader
+            if placed_at is not None:
+                self.placed_at.pop()
 
     def gather_at(self, node: torch.fx.Node, coords: tuple[sympy.Expr | int, ...], message: str) -> int:
         """An indirect load: `node`'s element at `coords`, where an int coordinate is an
@@ -361,7 +369,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                     operands.append(ir.Ref(builder.load(arg, at, view_root(arg, is_view))))
             else:
                 operands.append(arg)  # rules decide how a non-tensor argument is used
-        value_of[node] = LOWERINGS.rule(node)(builder, node, *operands)
+        value_of[node] = builder.apply(node, operands)
     for node in builder.recomputed:
         if any(view_root(a, is_view) in member_set for a in node.all_input_nodes):
             raise ir.IRError(f"{name}: {node.name}, computed where it is gathered, reads a value computed in the same kernel")
