@@ -507,6 +507,25 @@ def test_a_placing_op_read_where_another_gathers_it_is_computed_there(device: st
     assert reports[0].kernels[0].count("tl.store") == 1
 
 
+def test_a_placing_op_two_kernels_read_is_computed_in_both_and_explain_names_both() -> None:
+    """A pad that a max pool and a flip (read by an avg pool) read: computed in each of the
+    two kernels, never stored; explain names both kernels and their readers. Bitwise
+    eager's, values and indices, float32 and bfloat16."""
+    def f(x, y):
+        p = F.pad(torch.cat([x, y * 2], dim=-1), (1, 2, 2, 1), value=-0.5)
+        return (*F.max_pool2d(p, 3, 2, 1, return_indices=True), F.avg_pool2d(p.flip(-2), 3, 1, 1))
+
+    compiled = torch.compile(f, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for dtype, n in ((torch.float32, 5), (torch.bfloat16, 8)):
+            x, y = torch.randn(2, 3, n, 6).to(dtype), torch.randn(2, 3, n, 4).to(dtype)
+            assert_bitwise(compiled(x, y), f(x, y))
+    pad = next(d.kernel for d in reports[0].decisions if d.op == "aten.constant_pad_nd.default")
+    assert re.fullmatch(r"kernel_0 \(computed where max_pool2d_with_indices reads it: not stored\); "
+                        r"kernel_1 \(computed where flip reads it: not stored\)", pad), pad
+    assert not any("torch.ops.aten" in r.source for r in reports), [r.source for r in reports]
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_a_placing_op_moves_an_inlined_half_value_unrounded_unless_it_promotes(device: str, dtype: torch.dtype) -> None:
     """A half producer computed where a placing op reads it is rounded as a fused value is:

@@ -155,11 +155,13 @@ def compile_kernels(
             label = f"{kernel.name} ({nodes} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"
         for node in group.members:
             decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=label)
-        for node in group.inlined:
+        for node in group.inlined:  # computed in each kernel that reads it: every one is named
             readers = _readers(node, {*group.members, *group.inlined})
             verb = "reads" if len(readers) == 1 else "read"
+            where = f"{kernel.name} (computed where {', '.join(readers)} {verb} it: not stored)"
+            earlier = decisions[node.name].kernel
             decisions[node.name] = dataclasses.replace(
-                decisions[node.name], kernel=f"{kernel.name} (computed where {', '.join(readers)} {verb} it: not stored)")
+                decisions[node.name], kernel=f"{earlier}; {where}" if "computed where" in earlier else where)
     return ok, kernels, sources
 
 
