@@ -115,8 +115,11 @@ def test_view_and_broadcast_kernels_compile_for_cuda(captured) -> None:
         b = x.reshape(-1, 2).permute(1, 0).sigmoid()  # computed sizes
         return a.expand(2, *a.shape).sum(0), b, torch.where(x > 0, x, torch.full_like(x, 0.5)).to(torch.float16)
 
+    from .test_kernels import _strided_views
+
     _run(views, torch.randn(6, 8), torch.randn(4))
-    assert len(captured) >= 2
+    _run(_strided_views, torch.randn(7, 5, 5).permute(2, 1, 0), torch.randn(11))  # diagonal, unfold, as_strided: min sizes
+    assert len(captured) >= 6
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 

@@ -1,5 +1,5 @@
 """Kernels for ops that place their inputs' elements at positions of their own: cat,
-constant_pad_nd (F.pad), slice_scatter, select_scatter, flip, repeat (lowering/indexing.py). They move
+constant_pad_nd (F.pad), slice_scatter, select_scatter, diagonal_scatter, flip, repeat (lowering/indexing.py). They move
 values without arithmetic, so the compiled results are bitwise equal to eager's in every
 dtype, also in the default mode; one kernel serves every size.
 """
@@ -19,11 +19,11 @@ from xpu_lite.report import capture
 from .conftest import assert_bitwise, assert_eager_formula
 from .test_kernels import _run_samples
 
-OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", ""), ("flip", ""),
-           ("repeat", "")]
+OPINFOS = [("cat", ""), ("nn.functional.pad", "constant"), ("slice_scatter", ""), ("select_scatter", ""),
+           ("diagonal_scatter", ""), ("flip", ""), ("repeat", "")]
 LOWERED = {"cat": "aten.cat.default", "nn.functional.pad": "aten.constant_pad_nd.default",
            "slice_scatter": "aten.slice_scatter.default", "select_scatter": "aten.select_scatter.default",
-           "flip": "aten.flip.default", "repeat": "aten.repeat.default"}
+           "diagonal_scatter": "aten.diagonal_scatter.default", "flip": "aten.flip.default", "repeat": "aten.repeat.default"}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
 
 
@@ -69,7 +69,10 @@ def placements(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch
     scattered = torch.slice_scatter(torch.zeros_like(joined), y, dim=1, start=1, end=1 + y.shape[1])
     strided = torch.slice_scatter(x, x[:, ::2] * 2, 1, 0, None, 2)  # every other column
     selected = torch.select_scatter(x, z, 0, -1)
-    return joined, padded, scattered, strided, selected, x.flip(0, -1), x.repeat(2, 1, 3)
+    below = torch.diagonal_scatter(x, x.diagonal(-1) * 2, -1)  # the diagonal under the main one
+    t = x.unsqueeze(1).expand(-1, 3, -1)
+    across = torch.diagonal_scatter(t, t.diagonal(1, 2, 0) * 2, 1, 2, 0)  # dims (2, 0) of a 3-D tensor, a broadcast one
+    return joined, padded, scattered, strided, selected, below, across, x.flip(0, -1), x.repeat(2, 1, 3)
 
 
 def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:

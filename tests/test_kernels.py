@@ -1073,3 +1073,42 @@ def test_values_of_one_half_precision_dtype_are_rounded_once(device: str) -> Non
     _, sources = xpu_lite.run_and_get_code(torch.compile(fn, backend="xpu_lite", dynamic=True), a, b)
     kernel = [src for src in xpu_lite.explain(fn, a, b, dynamic=True).graphs[0].kernels][0]
     assert ".to(tl.float16).to(tl.float32)" not in kernel and "0x7FFF" not in kernel, kernel
+
+
+def _strided_views(x, y):
+    d = torch.diagonal(x, 1, 0, 2) * 2  # an offset diagonal of a permuted input: size min(n, m - 1)
+    w = y.unfold(0, 3, 2).sum(-1)  # overlapping windows (step 2 < size 3)
+    s = torch.as_strided(y, (y.shape[0] - 3, 3), (1, 1), 1).exp()  # overlapping rows from offset 1
+    e = (x * 3).diagonal(dim1=-2, dim2=-1) + 1  # a diagonal of a kernel's result
+    return d, w, s, e, x.diagonal()  # the last one the output reads: eager's alias, no copy
+
+
+def test_diagonal_unfold_and_as_strided_are_index_math(device: str) -> None:
+    """diagonal, unfold and as_strided fold into kernel loads like the other views: their
+    traced strides and offset place each element, overlapping ones included. Rectangular
+    and permuted inputs of three sizes, one graph; a view the output reads is eager's
+    alias. Gradients through the three match eager's."""
+    compiled = torch.compile(_strided_views, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 6, 9):
+            x = torch.randn(n + 2, 5, n, device=device).permute(2, 1, 0)
+            y = torch.randn(2 * n + 1, device=device)
+            for got, expected in zip(compiled(x, y), _strided_views(x, y), strict=True):
+                _close(got, expected)
+                assert got.stride() == expected.stride()
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0, reports[0].fallbacks
+    rows = [(row[2], row[3]) for row in reports[0].rows() 
+            if row[2] in ("aten.diagonal.default", "aten.unfold.default", "aten.as_strided.default")]
+    assert sorted(rows) == sorted([("aten.diagonal.default", "view (folded into kernel loads)")] * 2
+                                  + [("aten.diagonal.default", "view"), ("aten.unfold.default", "view (folded into kernel loads)"),
+                                     ("aten.as_strided.default", "view (folded into kernel loads)")]), rows
+    assert "torch.ops.aten.diagonal.default(" in reports[0].source  # the alias the output reads
+
+    def grads(fn, x, y):
+        x, y = x.detach().requires_grad_(), y.detach().requires_grad_()
+        d, w, s, e, _ = fn(x, y)
+        return torch.autograd.grad((d.sum() + w.square().sum() + s.sum() + e.sum()), (x, y))
+
+    x, y = torch.randn(7, 5, 5, device=device).permute(2, 1, 0), torch.randn(11, device=device)
+    for got, expected in zip(grads(compiled, x, y), grads(_strided_views, x, y), strict=True):
+        _close(got, expected)

@@ -1,5 +1,5 @@
 """Lowerings of ops whose result reads its inputs at positions of its own: cat,
-constant_pad_nd, slice_scatter, select_scatter, flip and repeat; and arange, the coordinate itself.
+constant_pad_nd, slice_scatter, select_scatter, diagonal_scatter, flip and repeat; and arange, the coordinate itself.
 
 Each element loads from the input that holds it, under a mask (a bool value of the
 element's coordinates, so no lane reads outside a tensor), and `where` picks it: values
@@ -92,6 +92,14 @@ def _check_slice_scatter(node: torch.fx.Node) -> str | None:
 
 def _check_select_scatter(node: torch.fx.Node) -> str | None:
     return _rejection(node, [node.args[0], node.args[1]], {"dim": node.args[2]})  # index may be a SymInt
+
+
+def _check_diagonal_scatter(node: torch.fx.Node) -> str | None:
+    dims = (_arg_at(node, 3, 0), _arg_at(node, 4, 1))
+    why = _rejection(node, [node.args[0], node.args[1]], {"offset": _arg_at(node, 2, 0), "dim1": dims[0], "dim2": dims[1]})
+    if why is None and node.meta["val"].dim() < 2:
+        return "a result of fewer than 2 dims has no diagonal"
+    return why
 
 
 def _check_flip(node: torch.fx.Node) -> str | None:
@@ -224,6 +232,19 @@ def _select_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, dim
     return _pick(b, node, inside, b.cast(b.gather(src, coords[:d] + coords[d + 1:], inside), cdt, node), _arg(b, x, cdt, node))
 
 
+def _diagonal_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, offset: int = 0, dim1: int = 0,
+                      dim2: int = 1) -> int:
+    """An element is on the diagonal where its coordinate along dim2 less the one along dim1
+    is the offset; src holds the other dims in order, then the position along the diagonal."""
+    sizes = _sizes(node)
+    d1, d2 = dim1 % len(sizes), dim2 % len(sizes)
+    coords = b.element_coords(sizes)
+    inside = _compare(b, node, "eq", coords[d2] - coords[d1], offset)
+    at = tuple(c for d, c in enumerate(coords) if d not in (d1, d2)) + (coords[d1] if offset >= 0 else coords[d2],)
+    cdt = _out_cdt(node)
+    return _pick(b, node, inside, b.cast(b.gather(src, at, inside), cdt, node), _arg(b, x, cdt, node))
+
+
 def _flip(b: Any, node: torch.fx.Node, x: torch.fx.Node, dims: list[int]) -> int:
     """Element k along each flipped dim of size n is the input's n - 1 - k."""
     sizes = _sizes(node)
@@ -264,6 +285,7 @@ _reg(aten.cat.default, _check_cat, _cat, (0,))
 _reg(aten.constant_pad_nd.default, _check_pad, _pad, (0,))
 _reg(aten.slice_scatter.default, _check_slice_scatter, _slice_scatter, (1,))
 _reg(aten.select_scatter.default, _check_select_scatter, _select_scatter, (1,))
+_reg(aten.diagonal_scatter.default, _check_diagonal_scatter, _diagonal_scatter, (1,))
 _reg(aten.flip.default, _check_flip, _flip, (0,))
 _reg(aten.repeat.default, _check_repeat, _repeat, (0,))
 _reg(aten.arange.start_step, _check_arange, _arange, ())

@@ -3,7 +3,10 @@
 A kernel that reads a view loads from the view's root buffer with the view's own sizes,
 strides and storage offset (which fake tensors give exactly). A view that something
 outside the kernels reads (a fallback, the graph output) runs as its eager alias op,
-which copies nothing either. Data-dependent views and as_strided fall back.
+which copies nothing either. Data-dependent views fall back. `diagonal`, `unfold` and
+`as_strided` are index math like the others: their traced strides and storage offset say
+where each element is, and a kernel only loads through a view, so elements that overlap
+(an unfold with step < size, a zero stride) are read twice and never written.
 
 A view's traced value can be stale: a graph pass that replaces a node (AOTAutograd's
 tensorify_python_scalars turns `cos * float` into a new `mul` node with a fresh fake
@@ -36,6 +39,7 @@ VIEW_OPS: frozenset[Any] = frozenset(
         aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.permute.default,
         aten.transpose.int, aten.t.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.default,
         aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default,
+        aten.diagonal.default, aten.unfold.default, aten.as_strided.default,
     }
 )
 
