@@ -137,6 +137,49 @@ def test_a_lookup_nothing_reads_still_checks_its_positions() -> None:
     raise_as_in_eager([(fn, (x, bad)) for fn in cases])
 
 
+def _embedding_norm_residual(x, i, g):
+    h = F.embedding(i, x)
+    return F.rms_norm(h, (x.shape[-1],), eps=1e-6), h * 2  # h also stored: the residual reads it
+
+
+LOOKUPS_BEFORE_REDUCTIONS = {
+    "embedding, rms_norm, residual": _embedding_norm_residual,
+    "gather, sum": lambda x, i, g: torch.gather(x, 1, g).sum(-1),
+    "index_select, softmax": lambda x, i, g: x.index_select(0, i.flatten()).softmax(-1),
+    "advanced indexing, argmax": lambda x, i, g: x[i].argmax(-1),
+}
+
+
+@pytest.mark.parametrize("case", list(LOOKUPS_BEFORE_REDUCTIONS))
+def test_a_lookup_before_a_reduction_is_computed_in_its_kernel(device: str, case: str) -> None:
+    """A lookup feeding a reduction is computed per element of the reduction's input in
+    its kernel: the positions loaded, checked and used in the reduction's pass (llama's
+    embedding and first rms_norm are one kernel). Persistent and looped rows, one
+    compilation, one kernel; a position out of range raises as eager does, in both."""
+    from .test_reductions import LOOPED_ROW
+
+    fn = LOOKUPS_BEFORE_REDUCTIONS[case]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+
+    def inputs(length, far=None):
+        x = torch.randn(5, length, device=device)
+        i = torch.tensor([[4, 0, 2], [1, 1, 3]], device=device)
+        g = torch.randint(0, length, (5, length), device=device)
+        if far is not None:
+            i[1, 2], g[3, length // 2] = far, far
+        return x, i, g
+
+    with capture() as reports:
+        for length in (6, LOOPED_ROW):
+            args = inputs(length)
+            torch.testing.assert_close(compiled(*args), fn(*args), rtol=1e-5, atol=1e-5)
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert [len({d.kernel.split()[0] for d in r.decisions if d.kernel}) for r in reports] == [1], reports
+    if device == "cpu":  # a failed device assert ends a GPU context (test_a_position_out_of_range_raises_as_in_eager)
+        for length in (6, LOOPED_ROW):
+            raise_as_in_eager([(fn, inputs(length, far=length))])
+
+
 def raise_as_in_eager(cases) -> None:
     """Each (fn, args) raises in eager, and compiled raises IndexOutOfRange, which is also
     the exception eager raised, naming the dim and the kernel."""
@@ -242,15 +285,16 @@ def test_what_is_not_lowered_says_why() -> None:
     assert any("int32 index; this lowering takes int64" in why for op, why in reasons if op == "aten.gather.default"), reasons
 
 
-def test_indirect_loads_only_in_untiled_pointwise_kernels() -> None:
+def test_indirect_loads_only_in_untiled_kernels() -> None:
     buf = ir.Buffer("in_ptr0", torch.float32, (8,), (1,))
     out = ir.Buffer("out_ptr0", torch.float32, (8,), (1,))
     values = (ir.Load("in_ptr0", ir.XINDEX, torch.int64),
               ir.Load("in_ptr0", ir.value_symbol(0) * 2, torch.float32, bounds=((0, sympy.Integer(4)),), message="embedding"))
     kernel = ir.Kernel("kernel_0", sympy.Integer(8), (buf,), (out,), values, (ir.Store("out_ptr0", ir.XINDEX, 1),), ("embedding",))
     assert ir.verify(kernel) is kernel and kernel.checks_bounds and kernel.size_symbols == ()
+    assert ir.verify(dataclasses.replace(kernel, rnumel=sympy.Integer(4)))  # a reduction's pass loads them too
     with pytest.raises(ir.IRError, match="at positions that are not earlier integer values"):
-        ir.verify(dataclasses.replace(kernel, rnumel=4))
+        ir.verify(dataclasses.replace(kernel, tile=ir.Tile(0, sympy.Integer(1), sympy.Integer(8), sympy.Integer(1))))
     unbound = (values[0], dataclasses.replace(values[1], bounds=()))
     with pytest.raises(ir.IRError, match="indexes with a value it does not bound"):
         ir.verify(dataclasses.replace(kernel, values=unbound + (values[1],)))

@@ -455,6 +455,18 @@ def test_reduction_and_scan_kernels_with_a_placing_prologue_compile_for_cuda(cap
     _compile_for_cuda(captured)
 
 
+def test_reduction_kernels_with_a_lookup_prologue_compile_with_their_bounds_assert(captured) -> None:
+    """embedding, gather, index_select and indexing computed in a reduction's pass: the
+    positions' loads, the assert (compiled with Triton's debug on) and the indirect load,
+    in the persistent and the looped source."""
+    from .test_gather import LOOKUPS_BEFORE_REDUCTIONS
+
+    for fn in LOOKUPS_BEFORE_REDUCTIONS.values():
+        _run(fn, torch.randn(5, 6), torch.tensor([[4, 0, 2], [1, 1, 3]]), torch.randint(0, 6, (5, 6)))
+    assert len(captured) == len(LOOKUPS_BEFORE_REDUCTIONS) and all(k.rnumel is not None and k.checks_bounds for k in captured)
+    _compile_for_cuda(captured)
+
+
 def test_adaptive_pool_kernels_compile_for_cuda(captured) -> None:
     """Adaptive pools and their backward: reductions whose rows are windows of symbolic
     length, with masked loads and int64 coordinates: the max's two sources (its index in a

@@ -260,7 +260,8 @@ PROLOGUES = {
 def test_a_placing_op_before_a_reduction_or_scan_is_computed_in_its_kernel(device: str, case: str) -> None:
     """cat, pad, flip or repeat feeding a reduction or scan is computed per element of the
     reduction's input in its kernel, at the space's coordinates with masked loads
-    (fusion._takes_as_prologue): one kernel, persistent and looped rows, one compilation."""
+    (fusion._takes_as_prologue): one kernel, persistent and looped rows, one compilation.
+    Lookups (embedding, gather) are too: test_gather.py."""
     from xpu_lite.report import capture
 
     fn = PROLOGUES[case]

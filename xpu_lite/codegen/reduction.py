@@ -25,13 +25,14 @@ first lane, so every element is added in eager's order.
 """
 from __future__ import annotations
 
+import sympy
 import torch
 
 from ..lowering import ir
 from .emitter import Emitter
 from .printer import pexpr
-from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, by_value_buffers, comment, lane_index, math_table, parameters,
-                     scalar_or_compute, stored_value, used_values)
+from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, bounds_check, by_value_buffers, comment, lane_index, math_table,
+                     parameters, scalar_or_compute, stored_value, used_values)
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
@@ -91,8 +92,8 @@ class _Source:
         if isinstance(value, (ir.Load, ir.SymValue)):  # a SymValue may be a coordinate
             symbols = (value.index if isinstance(value, ir.Load) else value.expr).free_symbols
             level = _ELEMENT if ir.RINDEX in symbols else _ROW if ir.XINDEX in symbols else _SCALAR
-            if isinstance(value, ir.Load):  # at least per row; per element under a per-element mask
-                level = max(level, _ROW, _SCALAR if value.mask is None else self.level[value.mask])
+            if isinstance(value, ir.Load):  # at least per row; per element under a per-element mask or at loaded positions
+                level = max(level, _ROW, *(self.level[j] for j in _reads(value)))
             return level
         if isinstance(value, ir.Reduce):
             return _ROW
@@ -109,8 +110,8 @@ class _Source:
             return self.phase[value.arg]  # the carry runs along the same pass
         if isinstance(value, ir.Compute):
             return max((self.phase[a] for a in value.args), default=0)
-        if isinstance(value, ir.Load) and value.mask is not None:
-            return self.phase[value.mask]
+        if isinstance(value, ir.Load):
+            return max((self.phase[j] for j in _reads(value)), default=0)
         return 0
 
     def _loops(self) -> int:
@@ -132,8 +133,8 @@ class _Source:
                 stack.extend(a for a in value.args if self.level[a] == _ELEMENT)
             elif isinstance(value, ir.Scan) and self.level[value.arg] == _ELEMENT:
                 stack.append(value.arg)
-            elif isinstance(value, ir.Load) and value.mask is not None and self.level[value.mask] == _ELEMENT:
-                stack.append(value.mask)
+            elif isinstance(value, ir.Load):
+                stack.extend(j for j in _reads(value) if self.level[j] == _ELEMENT)
         return sorted(seen)
 
     # -- emission ---------------------------------------------------------------------
@@ -235,10 +236,15 @@ class _Source:
             if value.mask is not None:  # 0 outside the element's window, as the masked load's `other`
                 text = f"tl.where({self.names[value.mask]}, {text}, 0)"
         elif isinstance(value, ir.Load):
-            index = lane_index(value.index, (ir.XINDEX,))
+            # positions loaded in this pass (an embedding before its norm) by their names here
+            at = {ir.value_symbol(j): sympy.Symbol(self.names[j], integer=True) for j, _ in value.bounds}
+            index = lane_index(value.index.xreplace(at), (ir.XINDEX,))
             mask = "mask" if self.level[i] == _ELEMENT else "xmask"
             if value.mask is not None:  # lanes outside the element's window (adaptive pools)
                 mask += f" & {self.names[value.mask]}"
+            if value.bounds:  # the assert and the lanes it lets load
+                self.out.lines(bounds_check(self.k, name, value.bounds, value.message, mask, self.names.__getitem__))
+                mask += f" & {name}_ok"
             text = f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
         elif isinstance(value, ir.Scan):
             self._scan(i, name)
@@ -427,6 +433,11 @@ class _Source:
         value = self.names[store.value]
         self.out.line(f"tl.store({store.buffer} + ({index}), {stored_value(value, buf.dtype, self.target)}, "
                       f"mask={'mask' if element else 'xmask'})")
+
+
+def _reads(load: ir.Load) -> list[int]:
+    """The values a load depends on: its mask and the positions it loads at."""
+    return ([] if load.mask is None else [load.mask]) + [j for j, _ in load.bounds]
 
 
 def _unary(entry: object, operand: str) -> str:

@@ -8,6 +8,7 @@ wrapper picks from the runtime numel. Values are computed in fp32. The math tabl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import sympy
 import torch
@@ -140,11 +141,12 @@ def used_values(kernel: ir.Kernel) -> set[int]:
 
 
 def bounds_check(kernel: ir.Kernel, name: str, bounds: tuple[tuple[int, sympy.Expr], ...], message: str,
-                 live: str) -> list[str]:
+                 live: str, names: Callable[[int], str] = "tmp{}".format) -> list[str]:
     """An indirect load's or store's check: `<name>_ok` (every position in range) and an
     assert over the `live` lanes. Triton compiles the assert only with its debug option,
-    which the wrapper passes to a kernel that checks bounds (the interpreter: runtime.py)."""
-    ok = " & ".join(f"(tmp{j} >= 0) & (tmp{j} < {pexpr(size)})" for j, size in bounds)
+    which the wrapper passes to a kernel that checks bounds (the interpreter: runtime.py).
+    `names`: the text of value j (a reduction's loop names a value per pass)."""
+    ok = " & ".join(f"({names(j)} >= 0) & ({names(j)} < {pexpr(size)})" for j, size in bounds)
     message = f"{message} (xpu_lite {kernel.name})"
     return [f"{name}_ok = {ok}", f"tl.device_assert({name}_ok | (({live}) == 0), {message!r})"]
 

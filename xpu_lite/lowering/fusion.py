@@ -316,11 +316,11 @@ def _same_elements(view: torch.fx.Node, root: torch.fx.Node) -> bool:
 def _takes_as_prologue(reduction: torch.fx.Node, member: torch.fx.Node) -> bool:
     """Whether a reduction or scan can compute `member`, which reads element coordinates,
     per element of its input (cat, pad or flip before a sum or cumsum: cumsum's gradient
-    is a flip, a cumsum and a flip): at the space's own coordinates, with masked loads
-    (KernelBuilder.gather). Not an indirect load with its bounds assert (index, gather:
-    LOWERINGS.inlines is false for them; reduction kernels have no asserts), nor into a
-    reduction over a space of its own (an adaptive pool's windows)."""
-    return LOWERINGS.own_space(reduction) is None and (LOWERINGS.inlines(member) or not LOWERINGS.gathers(member))
+    is a flip, a cumsum and a flip; an embedding before its norm): at the space's own
+    coordinates, with masked or indirect loads (KernelBuilder.gather, gather_at; the bounds
+    assert in the reduction's pass). Not into a reduction over a space of its own (an
+    adaptive pool's windows)."""
+    return LOWERINGS.own_space(reduction) is None
 
 
 def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozenset[torch.fx.Node]) -> Space | None:

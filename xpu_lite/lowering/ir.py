@@ -292,10 +292,10 @@ def verify(kernel: Kernel) -> Kernel:
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} under a mask that is not an earlier "
                               "bool value of an untiled kernel")
             indirect = {value_symbol(j) for j, _ in value.bounds}
-            if value.bounds and (kernel.is_reduction or kernel.tile is not None or any(
+            if value.bounds and (kernel.tile is not None or any(
                     not 0 <= j < i or kernel.values[j].dtype not in (torch.int32, torch.int64) for j, _ in value.bounds)):
                 raise IRError(f"{kernel.name}: value {i} loads {value.buffer!r} at positions that are not earlier integer "
-                              "values of an untiled pointwise kernel")
+                              "values of an untiled kernel")
             if value.index.free_symbols & (every_value - indirect):
                 raise IRError(f"{kernel.name}: value {i} indexes with a value it does not bound: {value.index}")
         elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and kernel.tile:
