@@ -982,7 +982,7 @@ def test_a_value_read_through_views_there_and_back_is_read_in_its_kernel(device:
     its own coordinates (same sizes, strides and offset) is the value itself: one kernel,
     not a second one that re-reads it from memory. A transpose that stays one reads it at
     other coordinates: two kernels. Bitwise eager's (adds and products), two sizes, one
-    graph each."""
+    graph each; the value is stored only where the second kernel reads it."""
     def fn(x, y):
         a = x * y
         return (a + views(a)) * 3
@@ -1003,6 +1003,47 @@ def test_a_value_read_through_views_there_and_back_is_read_in_its_kernel(device:
         assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
         kernels = {d.kernel.split()[0] for d in reports[0].decisions if d.kernel}
         assert len(kernels) == count, (f.__name__, reports[0].decisions)
+        assert reports[0].source.count("torch.empty_strided(") == count, reports[0].source  # `a` stored only for the transpose
+
+
+def _squeezed_chain(x):
+    return ((x * 2).squeeze(1).neg() + 1).sum()  # a (n, 1) value read through a squeeze by a reduction
+
+
+def _unsqueezed_transpose(x):
+    m = (x.t() * 2).unsqueeze(0) + 1  # a (1, m, n) value between two (m, n) ones, none stored
+    return m.squeeze(0) * 3
+
+
+ONES_APART = {"squeeze, then a sum": (_squeezed_chain, lambda n: (torch.randn(n, 1),), 1),
+              "unsqueeze and squeeze of a transposed read": (_unsqueezed_transpose, lambda n: (torch.randn(n, n + 3),), 1),
+              "cross_entropy": (F.cross_entropy, lambda n: (torch.randn(n, 7), torch.randint(0, 7, (n,))), 2)}
+
+
+@pytest.mark.parametrize("case", list(ONES_APART))
+def test_a_value_read_through_a_squeeze_is_read_in_its_kernel_and_not_stored(device: str, case: str) -> None:
+    """A value read through views that only add or drop dims of size 1 (`(n, 1)` read as
+    `(n,)`) holds the same elements in the same flat order: a pointwise kernel reads it in
+    registers and a reduction over those elements takes it in its pass (cross_entropy's
+    gather and its mean: one kernel, two before; 2 with log_softmax's). Only what
+    something outside reads is stored: one buffer per call, the result (before, every
+    value read through a view was stored too). Eager's strides; bitwise where nothing
+    is summed."""
+    fn, inputs, count = ONES_APART[case]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 9):
+            args = [a.to(device) for a in inputs(n)]
+            got, want = compiled(*args), fn(*args)
+            assert got.stride() == want.stride()
+            if case.startswith("unsqueeze"):
+                assert_bitwise(got, want)
+            else:
+                _close(got, want)
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert len({d.kernel.split()[0] for d in reports[0].decisions if d.kernel}) == count, reports[0].decisions
+    if count == 1:
+        assert reports[0].source.count("torch.empty_strided(") == 1, reports[0].source
 
 
 def test_polygamma_beyond_trigamma_stays_eager_and_says_why() -> None:

@@ -31,7 +31,7 @@ from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import Space, sizes_of, slice_map, view_root
+from .space import Space, same_elements_shape, sizes_of, slice_map, view_root
 
 aten = torch.ops.aten
 
@@ -284,8 +284,10 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     for arg in node.all_input_nodes:
         if arg in members:
             shapes.add(sizes_of(arg))
-        elif is_view(arg) and view_root(arg, is_view) in members and _same_elements(arg, view_root(arg, is_view)):
-            shapes.add(sizes_of(arg))  # transpose(1, 2).transpose(1, 2), a view there and back: the member itself
+        elif is_view(arg) and view_root(arg, is_view) in members and _same_elements(arg, view_root(arg, is_view), not space.rdims):
+            # transpose(1, 2).transpose(1, 2), a view there and back: the member itself; in a
+            # pointwise run also one that only adds or drops dims of size 1 (a gather's squeeze)
+            shapes.add(sizes_of(arg))
         elif is_view(arg) and view_root(arg, is_view) in members:
             view = arg
             while is_view(view):
@@ -300,16 +302,20 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     return shapes - {()}  # 0-dim values broadcast anywhere
 
 
-def _same_elements(view: torch.fx.Node, root: torch.fx.Node) -> bool:
+def _same_elements(view: torch.fx.Node, root: torch.fx.Node, ones_apart: bool = False) -> bool:
     """Whether a chain of views reads every element of its root at the root's own
     coordinates: the same sizes, strides (where a size is not 1) and storage offset. A
-    value computed in the kernel is read through it as itself."""
+    value computed in the kernel is read through it as itself. `ones_apart`: the sizes
+    may also differ by dims of size 1 (`squeeze`, `unsqueeze`): the same elements in the
+    same flat order, which is how a pointwise kernel computes every value."""
     val, base = view.meta["val"], root.meta["val"]
-    if not isinstance(base, torch.Tensor) or val.dim() != base.dim():
+    if not isinstance(base, torch.Tensor) or (val.dim() != base.dim() and not ones_apart):
         return False
     same = lambda a, b: statically_known_true(a == b)  # noqa: E731  (2*(s//2) is s where a guard says s is even)
-    return (all(same(n, m) for n, m in zip(val.shape, base.shape))
-            and all(same(a, b) for a, b, n in zip(val.stride(), base.stride(), base.shape) if not same(n, 1))
+    dims = lambda t: [(n, st) for n, st in zip(t.shape, t.stride()) if not same(n, 1)]  # noqa: E731
+    ours, theirs = dims(val), dims(base)
+    return (len(ours) == len(theirs) and (ones_apart or val.dim() == base.dim())
+            and all(same(n, m) and same(a, b) for (n, a), (m, b) in zip(ours, theirs))
             and same(val.storage_offset(), base.storage_offset()))
 
 
@@ -338,12 +344,12 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
         return None
     if all(_is_constant(m) for m in members):
         return own  # constants load nothing: they fit any space
-    if own.rdims:  # a reduction: over the run's elements, or the same reduction as the run's
-        if own == space or (not space.rdims and own.sizes == space.sizes):
+    if own.rdims:  # a reduction: over the run's elements (in a shape apart by dims of 1, too), or the same reduction
+        if own == space or (not space.rdims and same_elements_shape(own.sizes, space.sizes)):
             return own
         return None
-    if not space.rdims:
-        return space if own.sizes == space.sizes else None
+    if not space.rdims:  # the same elements in the same flat order
+        return space if same_elements_shape(own.sizes, space.sizes) else None
     keep, squeezed = space.row_shapes
     if own.sizes == space.sizes:  # per element: rows it reads must broadcast back as (…, 1, …)
         ok = member_shapes <= {space.sizes, keep}

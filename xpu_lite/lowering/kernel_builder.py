@@ -15,7 +15,8 @@ import torch.fx
 from .._torch_compat import real_tensors, sym_expr
 from . import ir
 from .registry import LOWERINGS
-from .space import Space, choose_tile, flat_coords, index_expr, sizes_of, slice_map, space_coords, strides_of, tiled_index, view_root
+from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, same_elements_shape, sizes_of, slice_map, space_coords,
+                    strides_of, tiled_index, view_root)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,10 +67,16 @@ class KernelBuilder:
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
-        element), or xindex over the row shape (per row). None: the plain flat xindex."""
+        element; also in a shape that differs from the space's only by dims of size 1, as a
+        gather's `(n, 1)` before a sum over n), or xindex over the row shape (per row).
+        None: the plain flat xindex."""
         if not self.space.rdims:
             return None
-        return space_coords(self.space) if shape == self.space.sizes else flat_coords(ir.XINDEX, shape)
+        if shape == self.space.sizes:
+            return space_coords(self.space)
+        if shape not in self.space.row_shapes and same_elements_shape(shape, self.space.sizes):
+            return coords_as(space_coords(self.space), self.space.sizes, shape)
+        return flat_coords(ir.XINDEX, shape)
 
     def index(self, at: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
         """Offset of the current element of a value of shape `at` in a tensor with
@@ -120,8 +127,8 @@ class KernelBuilder:
         placing op computed where another op gathers it: the coordinates it is read at."""
         if self.placed_at:
             return self.placed_at[-1][0]
-        assert self.tile is None and shape == self.space.sizes
-        return space_coords(self.space) if self.space.rdims else flat_coords(ir.XINDEX, shape)
+        assert self.tile is None and same_elements_shape(shape, self.space.sizes)
+        return self.coords(shape) or flat_coords(ir.XINDEX, shape)
 
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
@@ -342,7 +349,7 @@ def _pure_key(value: ir.Value) -> tuple[Any, ...] | None:
 def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False,
                 inlined: frozenset[torch.fx.Node] = frozenset()) -> Group:
     member_set = set(members)
-    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and any(u not in member_set for u in n.users)]
+    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and _read_outside(n, member_set, is_view)]
     builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name, inlined)
     value_of: dict[torch.fx.Node, Any] = {}
     for node in members:
@@ -402,14 +409,21 @@ def _leaving_its_dtype(builder: KernelBuilder, value: int, arg: torch.fx.Node, n
     return builder.round_to(value, dtype, node)
 
 
+def _read_outside(node: torch.fx.Node, members: set[torch.fx.Node], is_view: Any) -> bool:
+    """Whether something outside the group reads `node`, directly or through views (views
+    only members read, a squeeze or a transpose there and back, read its value in registers)."""
+    return any(user not in members and (not is_view(user) or _read_outside(user, members, is_view)) for user in node.users)
+
+
 def _nodes(arg: Any) -> list[Any]:
     return list(arg) if isinstance(arg, (list, tuple)) else [arg]
 
 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],
           is_view: Any) -> ir.Tile | None:
-    """choose_tile over what a pointwise group loads from outside and what it stores."""
-    if space.rdims or any(sizes_of(n) != space.sizes for n in stored) or any(map(LOWERINGS.reads_coordinates, members)):
+    """choose_tile over what a pointwise group loads from outside and what it stores; none
+    where a value has a shape apart from the space's by dims of 1 (computed at flat xindex)."""
+    if space.rdims or any(sizes_of(n) not in (space.sizes, ()) for n in members) or any(map(LOWERINGS.reads_coordinates, members)):
         return None
     reads = []
     for node in members:

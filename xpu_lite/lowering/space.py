@@ -83,6 +83,19 @@ def space_coords(space: Space) -> tuple[sympy.Expr, ...]:
     return tuple(coords)
 
 
+def same_elements_shape(a: tuple[sympy.Expr, ...], b: tuple[sympy.Expr, ...]) -> bool:
+    """Whether shapes `a` and `b` hold the same elements in the same row-major order: they
+    differ only by dims of size 1 (`(n, 1)` and `(n,)`)."""
+    return [s for s in a if s != 1] == [s for s in b if s != 1]
+
+
+def coords_as(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """`coords` of an element of `sizes` as its coordinates in `shape`, which holds the same
+    elements (same_elements_shape): the dims that are not 1 in order, 0 along the others."""
+    moving = iter([c for c, s in zip(coords, sizes) if s != 1])
+    return tuple(sympy.Integer(0) if s == 1 else next(moving) for s in shape)
+
+
 def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...],
                coords: tuple[sympy.Expr, ...] | None = None) -> sympy.Expr:
     """Memory offset of the element at `coords` (default: flat position xindex) of
