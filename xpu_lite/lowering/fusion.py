@@ -314,7 +314,7 @@ def _same_elements(view: torch.fx.Node, root: torch.fx.Node, ones_apart: bool = 
     same = lambda a, b: statically_known_true(a == b)  # noqa: E731  (2*(s//2) is s where a guard says s is even)
     dims = lambda t: [(n, st) for n, st in zip(t.shape, t.stride()) if not same(n, 1)]  # noqa: E731
     ours, theirs = dims(val), dims(base)
-    return (len(ours) == len(theirs) and (ones_apart or val.dim() == base.dim())
+    return (len(ours) == len(theirs)
             and all(same(n, m) and same(a, b) for (n, a), (m, b) in zip(ours, theirs))
             and same(val.storage_offset(), base.storage_offset()))
 

@@ -45,7 +45,7 @@ class Lowering:
     # readers read is computed there instead of stored (fusion.inlined_producers)
     inlines: bool = False
     # each element is one element of a gathered input, or a value of the node's own (cat, pad,
-    # flip, repeat, slice_scatter, select_scatter): computed at other coordinates as cheaply as
+    # flip, repeat, slice/select/diagonal_scatter): computed at other coordinates as cheaply as
     # at its own, so an inlined producer may be one (fusion.inlined_producers)
     places: bool = False
 
