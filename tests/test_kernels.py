@@ -739,13 +739,16 @@ ULP_FUNCTIONS = {"asin": (-1.1, 1.1), "acos": (-1.1, 1.1), "atan": (-40.0, 40.0)
                  "log10": (-1.0, 1e4), "atan2": (-40.0, 40.0), "hypot": (-40.0, 40.0), "erfc": (-6.0, 11.0),
                  "erfinv": (-1.1, 1.1), "digamma": (-40.0, 40.0), "lgamma": (-40.0, 40.0),
                  "trigamma": (-40.0, 40.0), "i0": (-95.0, 95.0), "i0e": (-95.0, 95.0), "i1": (-95.0, 95.0),
-                 "i1e": (-95.0, 95.0)}
+                 "i1e": (-95.0, 95.0), "tanh": (-12.0, 12.0)}
 # the rest: torch.<name>
 ULP_CALLS = {"trigamma": lambda x: torch.polygamma(1, x),
              **{name: getattr(torch.special, name) for name in ("i0", "i0e", "i1", "i1e")}}
 # erfc's Numerical Recipes form is within 1.2e-7 relative in exact math; evaluated in float32
-# (its polynomial in t cancels) it reaches 7.3 ulps (libdevice's erfcf on a gpu: 4)
-ULP_BOUND = {"erfc": 8.0}
+# (its polynomial in t cancels) it reaches 7.3 ulps (libdevice's erfcf on a gpu: 4). tanh
+# rounds once from float64 under the interpreter: in float32 its (1 - e) / (1 + e) reached
+# 6.7 ulps at 0.1, and 1.4 just below 1, where its gradient 1 - tanh(x)**2 is that rounding
+# (a gpu's bound is at least twice eager's own: both call libdevice's tanhf there)
+ULP_BOUND = {"erfc": 8.0, "tanh": 1.0}
 
 
 def _ulps(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:

@@ -218,7 +218,8 @@ def test_bench_models_times_a_training_step(capsys, tmp_path) -> None:
 def test_op_chains_pass_including_those_a_dropped_half_cast_failed(capsys) -> None:
     """Seeds 15 and 16 hold `float16 round trip`s read again in the kernel: before
     2026-11-25 their results lacked the rounding (0.0006 from float64, eager's 0). Seed
-    2032's gradient failed to run before 2026-11-25 (below)."""
+    2032's gradient failed to run before 2026-11-25, seed 10456's was too far from float64
+    (below)."""
     from tools import op_chains
 
     assert op_chains.main(["--seeds", "15:2"]) == 0
@@ -228,6 +229,9 @@ def test_op_chains_pass_including_those_a_dropped_half_cast_failed(capsys) -> No
     # its backward masked a load by a constant (the coordinate along a size-1 dim): the
     # interpreter raised, which also crashed the script (a backward's error is a verdict now)
     assert op_chains.main(["--seeds", "2032:1", "--length", "8", "--training"]) == 0
+    # prod's gradient through tanh near 1, where tanh's gradient 1 - tanh(x)**2 is its
+    # rounding: twice eager's error from float64 before tanh rounded once (2026-11-26)
+    assert op_chains.main(["--seeds", "10456:1", "--length", "12", "--training"]) == 0
     assert "0 failed" in capsys.readouterr().out
 
 

@@ -11,9 +11,6 @@ from __future__ import annotations
 import dataclasses
 
 _F32_MAX = "3.4028234663852886e38"
-_TANH = ("tl.where({0} == 0.0, {0}, "  # ±0 keeps its sign
-         "tl.where(tl.abs({0}) < 0.0625, {0} - {0} * {0} * {0} / 3.0 + 2.0 * {0} * {0} * {0} * {0} * {0} / 15.0, "
-         "tl.where({0} >= 0.0, 1.0, -1.0) * (1.0 - tl.exp(-2.0 * tl.abs({0}))) / (1.0 + tl.exp(-2.0 * tl.abs({0})))))")
 _FLOOR_HALF = "tl.floor({0} + 0.5)"
 # C's pow (what eager calls): |x|**y from exp2/log2, negative for a negative x (-0.0
 # included) and an odd integer y, NaN for a finite negative x and a non-integer y, 1 for
@@ -29,7 +26,21 @@ _POW = ("tl.where(({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs(
 
 def _gelu_tanh(tanh: str) -> str:
     """gelu's tanh approximation around a tanh template."""
-    return "0.5 * {0} * (1.0 + " + tanh.replace("{0}", "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))") + ")"
+    return "0.5 * {0} * (1.0 + " + tanh.replace("{0}", _GELU_INNER) + ")"
+
+
+_GELU_INNER = "(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0}))"
+
+
+def _tanh_steps(arg: str) -> tuple[tuple[str, str], ...]:
+    """Steps ending in `{t}tanh`: tanh of the float32 `arg` in float64, rounded once (as
+    eager's, within half an ulp; in float32, (1 - e) / (1 + e) with e = exp(-2|x|) rounds
+    three times, 1.4 ulps near 1, where tanh's gradient 1 - tanh(x)**2 is that rounding).
+    Near 0 the series (its next term is 2e-16 of x below 2**-8); ±0 and NaN stay."""
+    return (("d", f"({arg}).to(tl.float64)"), ("a", "tl.abs({t}d)"), ("e", "tl.exp(-2.0 * {t}a)"),
+            ("m", "tl.where({t}a < 0.00390625, {t}a - {t}a * {t}a * {t}a / 3.0 + 2.0 * {t}a * {t}a * {t}a * {t}a * {t}a / 15.0, "
+                  "(1.0 - {t}e) / (1.0 + {t}e))"),
+            ("tanh", "tl.where({t}d == 0.0, {t}d, tl.where({t}d < 0.0, -{t}m, {t}m)).to(tl.float32)"))
 
 
 # integers have no NaN: their max/min need none of the float forms' checks
@@ -361,7 +372,7 @@ MATH: MathTable = {
     "log10": "tl.log({0}) * 0.4342944819032518",
     "sqrt": "tl.sqrt({0})", "rsqrt": "1.0 / tl.sqrt({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "tl.sin({0}) / tl.cos({0})",
-    "tanh": _TANH, "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
+    "tanh": Steps(_tanh_steps("{0}"), "{t}tanh"), "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
     "erf": "tl.erf({0})", "reciprocal": "1.0 / {0}",
     "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
     "trunc": "tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))",
@@ -377,7 +388,7 @@ MATH: MathTable = {
     "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
     "elu": "tl.where({0} > 0.0, {0} * {2}, {1} * {2} * (tl.exp({0} * {3}) - 1.0))",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
-    "gelu_tanh": _gelu_tanh(_TANH),
+    "gelu_tanh": Steps(_tanh_steps(_GELU_INNER), "0.5 * {0} * (1.0 + {t}tanh)"),
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
     "div_trunc": "tl.where({0} / {1} < 0.0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
     # copysign(0, x) of an fp32 tensor, from its bits: compiled for cuda, a select between
