@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import xpu_lite
 import xpu_lite.backend
 from xpu_lite import runtime
-from xpu_lite.codegen.triton import kernel_signature, kernel_sources
+from xpu_lite.codegen.triton import kernel_signature, kernel_sources, math_table
 from xpu_lite.lowering import ir
 from xpu_lite.report import capture
 
@@ -305,6 +305,31 @@ def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(capture
     ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]
     assert "div.rn.f32" in ptx and "sqrt.rn.f32" in ptx
     assert "div.full.f32" not in ptx and "sqrt.approx" not in ptx
+
+
+def test_gpu_math_is_float32_where_the_interpreter_rounds_from_float64(captured) -> None:
+    """The interpreter evaluates most functions in float64, rounded once (mathfns); Intel
+    Arc GPUs have no fp64 and eager's gpu kernels compute in float32, so every entry of the
+    gpu column is float32 (digamma's reflection apart: in double, as eager's cuda kernel),
+    and a kernel of such functions has none and compiles for sm_90."""
+    def text(entry) -> str:
+        return entry if isinstance(entry, str) else " ".join(e for _, e in entry.steps) + entry.result
+
+    assert {op for op, e in math_table("gpu").items() if "float64" in text(e)} == {"digamma"}
+    in_double = {op for op, e in math_table("interpreter").items() if "float64" in text(e)}
+    assert {"exp", "log", "sin", "tan", "tanh", "expm1", "atan", "atan2", "sinh", "erfc", "elu", "pow"} <= in_double
+
+    def fn(x):
+        return (x.exp(), x.log(), x.sin(), x.cos(), x.exp2(), x.log2(), x.tanh(), F.elu(x), torch.atan(x), torch.sinh(x),
+                torch.erfc(x), x.sigmoid(), x.abs() ** 1.7)
+
+    _run(fn, torch.randn(8, 16))
+    (kernel,) = captured
+    (source,) = kernel_sources(kernel, "gpu").values()
+    assert "float64" not in source, source
+    jit = triton.jit(runtime.kernel_function(kernel.name, source))
+    assert runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]  # libdevice's own
+    # argument reductions use doubles (sinf's Payne-Hanek path), as in eager's kernels
 
 
 def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:

@@ -2,7 +2,9 @@
 
 "interpreter" (cpu) is the base column: libdevice functions are stubs there and
 tl.maximum drops NaN, so NaN handling, signed zeros and the functions libdevice would give
-(asin, erfc, digamma, ...) are composed from tl's exp/log/sqrt and fp32 bits. "gpu"
+(asin, erfc, digamma, ...) are composed from tl's exp/log/sqrt and fp32 bits, the
+transcendental ones in float64 and rounded once (numpy's float32 exp and log are 2 ulps
+off, and a float32 formula rounds at every step: tanh reached 6.7 ulps). "gpu"
 (xpu/cuda) overrides entries with the libdevice function eager's kernels call, and with
 the correctly rounded division and square root. codegen/triton.py formats the entries.
 """
@@ -37,10 +39,10 @@ def _tanh_steps(arg: str) -> tuple[tuple[str, str], ...]:
     eager's, within half an ulp; in float32, (1 - e) / (1 + e) with e = exp(-2|x|) rounds
     three times, 1.4 ulps near 1, where tanh's gradient 1 - tanh(x)**2 is that rounding).
     Near 0 the series (its next term is 2e-16 of x below 2**-8); ±0 and NaN stay."""
-    return (("d", f"({arg}).to(tl.float64)"), ("a", "tl.abs({t}d)"), ("e", "tl.exp(-2.0 * {t}a)"),
+    return (("d", f"tl.cast({arg}, tl.float64)"), ("a", "tl.abs({t}d)"), ("e", "tl.exp(-2.0 * {t}a)"),
             ("m", "tl.where({t}a < 0.00390625, {t}a - {t}a * {t}a * {t}a / 3.0 + 2.0 * {t}a * {t}a * {t}a * {t}a * {t}a / 15.0, "
                   "(1.0 - {t}e) / (1.0 + {t}e))"),
-            ("tanh", "tl.where({t}d == 0.0, {t}d, tl.where({t}d < 0.0, -{t}m, {t}m)).to(tl.float32)"))
+            ("tanh", "tl.cast(tl.where({t}d == 0.0, {t}d, tl.where({t}d < 0.0, -{t}m, {t}m)), tl.float32)"))
 
 
 # integers have no NaN: their max/min need none of the float forms' checks
@@ -65,6 +67,33 @@ MathTable = dict[str, "str | Steps"]
 def _with_sign(magnitude: str) -> str:
     """`magnitude` (a local) with {0}'s sign: -0.0 and -NaN included, as C's odd functions."""
     return "tl.where(" + _SIGNBIT + ", -" + magnitude + ", " + magnitude + ")"
+
+
+def _rounded_once(expr: str) -> Steps:
+    """`expr` of {0} (float32; any other operand a scalar or float32) in float64, rounded
+    once to the value's dtype: within half an ulp where `expr` is exact math. The
+    interpreter's float32 exp and log are numpy's SIMD ones (2 ulps), and a float32 formula
+    of them rounds at each step (expm1's and log1p's reached 3 ulps); eager's cpu kernels
+    (Sleef) are within 1."""
+    return Steps((("d", "tl.cast({0}, tl.float64)"),), "tl.cast(" + expr.replace("{0}", "{t}d") + ", {dt})")
+
+
+def _steps_rounded_once(entry: Steps) -> Steps:
+    """A float32 Steps entry of {0} (and {1}) evaluated in float64 and rounded once: its
+    formula's own error only. The sign tests on the operands' bits stay on the float32 operands."""
+    bits = [_SIGNBIT.replace("{0}", f"{{{i}}}") for i in (0, 1)]
+
+    def in_float64(text: str) -> str:
+        for i, b in enumerate(bits):
+            text = text.replace(b, f"<signbit {i}>")
+        text = text.replace("{0}", "{t}x64").replace("{1}", "{t}y64")
+        for i, b in enumerate(bits):
+            text = text.replace(f"<signbit {i}>", b)
+        return text
+    binary = any("{1}" in text for _, text in entry.steps) or "{1}" in entry.result
+    cast = (("x64", "tl.cast({0}, tl.float64)"),) + ((("y64", "tl.cast({1}, tl.float64)"),) if binary else ())
+    return Steps(cast + tuple((name, in_float64(e)) for name, e in entry.steps),
+                 "tl.cast(" + in_float64(entry.result) + ", {dt})")
 
 
 # Cephes' single-precision polynomials (asinf.c, atanf.c), each within 2 ulps on its range:
@@ -244,7 +273,7 @@ MATH_LOG1P = ("tl.where(1.0 + {0} == 1.0, {0}, tl.where(1.0 + {0} > " + _F32_MAX
 # Inverse trigonometric and hyperbolic functions composed from the interpreter's primitives
 # (exp, log, sqrt): Cephes' reductions for asin/acos/atan, glibc's (s_asinhf.c, e_acoshf.c,
 # e_atanhf.c, e_sinhf.c, e_coshf.c) for the hyperbolic ones, each branch chosen by tl.where.
-INTERPRETER_FUNCTIONS: MathTable = {
+_FLOAT32_INTERPRETER_FUNCTIONS: MathTable = {
     "asin": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 0.5"),
                    ("z", "tl.where({t}big, 0.5 * (1.0 - {t}a), {t}a * {t}a)"),  # |x| > 1: sqrt(z < 0) is NaN
                    ("s", "tl.where({t}big, tl.sqrt({t}z), {t}a)"),
@@ -257,7 +286,8 @@ INTERPRETER_FUNCTIONS: MathTable = {
     "atan": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 2.414213562373095"), ("mid", "{t}a > 0.41421356237309503"),
                    ("r", "tl.where({t}big, -1.0 / {t}a, tl.where({t}mid, ({t}a - 1.0) / ({t}a + 1.0), {t}a))"),
                    ("z", "{t}r * {t}r"),
-                   ("m", "tl.where({t}big, " + _PI_2 + ", tl.where({t}mid, " + _PI_4 + ", 0.0)) + " + _ATAN_POLY)),
+                   ("p", _ATAN_POLY),  # the constants added to a tensor: in float64 (below), a double
+                   ("m", "tl.where({t}big, " + _PI_2 + " + {t}p, tl.where({t}mid, " + _PI_4 + " + {t}p, {t}p))")),
                   _with_sign("{t}m")),
     # atan2(y={0}, x={1}): atan of the smaller |.| over the larger (1 for two infinities,
     # 0 for two zeros), then the octant; C's signed zeros and infinities, NaN from either
@@ -265,7 +295,7 @@ INTERPRETER_FUNCTIONS: MathTable = {
                     ("q", "tl.where(({t}ay == float('inf')) & ({t}ax == float('inf')), 1.0, tl.where({t}swap, {t}ax / {t}ay, "
                           "tl.where({t}ax == 0.0, 0.0, {t}ay / {t}ax)))"),
                     ("mid", "{t}q > 0.41421356237309503"), ("r", "tl.where({t}mid, ({t}q - 1.0) / ({t}q + 1.0), {t}q)"),
-                    ("z", "{t}r * {t}r"), ("a", "tl.where({t}mid, " + _PI_4 + ", 0.0) + " + _ATAN_POLY),
+                    ("z", "{t}r * {t}r"), ("p", _ATAN_POLY), ("a", "tl.where({t}mid, " + _PI_4 + " + {t}p, {t}p)"),
                     ("b", "tl.where({t}swap, " + _PI_2 + " - {t}a, {t}a)"),
                     ("c", "tl.where(" + _SIGNBIT.replace("{0}", "{1}") + ", " + _PI + " - {t}b, {t}b)")),
                    "tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, " + _with_sign("{t}c") + ")"),
@@ -289,17 +319,16 @@ INTERPRETER_FUNCTIONS: MathTable = {
                          "0.5 * ({t}t + {t}t / ({t}t + 1.0)), 0.5 * {t}w * {t}w))")), _with_sign("{t}m")),
     "cosh": Steps((("a", "tl.abs({0})"), ("e", "tl.exp({t}a)"), ("w", "tl.exp(0.5 * {t}a)")),
                   "tl.where({t}a < 88.0, 0.5 * {t}e + 0.5 / {t}e, 0.5 * {t}w * {t}w)"),  # 0.5 * w * w: no early overflow
-    # erfc: 1 - erf(x) near 0; else Numerical Recipes' erfcc, t * exp(-x*x + Q(t)) with
-    # t = 1 / (1 + |x| / 2) (relative error 1.2e-7), exp(-x*x) split as exp(-h*h) (h: |x|
-    # with 12 low bits cleared, so h*h is exact) times exp(Q - (|x| - h)(|x| + h))
-    "erfc": Steps((("a", "tl.abs({0})"), ("t", "1.0 / (1.0 + 0.5 * {t}a)"),
+    # erfc: 1 - erf(|x|) (the interpreter's erf is C's, in float64) below 3.9, where it
+    # cancels to 3e-9 of the result; beyond, Numerical Recipes' erfcc, t * exp(-x*x + Q(t))
+    # with t = 1 / (1 + |x| / 2) (relative error 1.2e-7); erfc(-x) = 2 - erfc(x)
+    "erfc": Steps((("d", "tl.cast({0}, tl.float64)"), ("a", "tl.abs({t}d)"), ("t", "1.0 / (1.0 + 0.5 * {t}a)"),
                    ("q", "-1.26551223 + {t}t * (1.00002368 + {t}t * (0.37409196 + {t}t * (0.09678418 + {t}t * "
                          "(-0.18628806 + {t}t * (0.27886807 + {t}t * (-1.13520398 + {t}t * (1.48851587 + {t}t * "
                          "(-0.82215223 + {t}t * 0.17087277))))))))"),
-                   ("h", "({t}a.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)"),
-                   ("m", "tl.where({t}a < 0.5, 1.0 - tl.erf({t}a), tl.where({t}a == float('inf'), 0.0, "
-                         "{t}t * tl.exp(-{t}h * {t}h) * tl.exp({t}q - ({t}a - {t}h) * ({t}a + {t}h))))")),
-                  "tl.where({0} < 0.0, 2.0 - {t}m, {t}m)"),
+                   ("m", "tl.where({t}a < 3.9, 1.0 - tl.erf({t}a), tl.where({t}a == float('inf'), 0.0, "
+                         "{t}t * tl.exp({t}q - {t}a * {t}a)))")),
+                  "tl.cast(tl.where({t}d < 0.0, 2.0 - {t}m, {t}m), {dt})"),
     # erfinv as eager's cpu kernel: calc_erfinv (ATen/native/Math.h) in float64, rounded once
     # (within 0.5 ulps): a rational first guess (|y| <= 0.7, else in sqrt(-log((1 - |y|) /
     # 2))), then two Newton steps on erf(x) - y
@@ -343,12 +372,42 @@ INTERPRETER_FUNCTIONS: MathTable = {
                    "tl.where(({t}ax == float('inf')) | ({t}ay == float('inf')), float('inf'), tl.where(({t}ax != {t}ax) "
                    "| ({t}ay != {t}ay), {t}ax + {t}ay, tl.where({t}mx == 0.0, 0.0, {t}mx * tl.sqrt(1.0 + {t}r * {t}r))))"),
 }
+# Cephes' double-precision atan(r) (atan.c: a rational function of z = r*r, for |r| <= 0.66)
+_ATAN_RATIONAL = ("{t}r + {t}r * {t}z * ((((-8.750608600031904122785e-1 * {t}z - 1.615753718733365076637e1) * {t}z"
+                  " - 7.500855792314704667340e1) * {t}z - 1.228866684490136173410e2) * {t}z - 6.485021904942025371773e1)"
+                  " / (((((({t}z + 2.485846490142306297962e1) * {t}z + 1.650270098316988542046e2) * {t}z"
+                  " + 4.328810604912902668951e2) * {t}z + 4.853903996359136964868e2) * {t}z + 1.945506571482613964425e2))")
+
+
+def _in_double(entry: Steps) -> Steps:
+    """A float32 composition in float64 (_steps_rounded_once), atan's polynomial (1.4 ulps of
+    float32 in any precision) replaced by Cephes' double one on the same reduced range."""
+    return _steps_rounded_once(Steps(tuple((n, e.replace(_ATAN_POLY, _ATAN_RATIONAL)) for n, e in entry.steps),
+                                     entry.result.replace(_ATAN_POLY, _ATAN_RATIONAL)))
+
+
+# the float32 compositions above, evaluated in float64 and rounded once (the rest already are)
+INTERPRETER_FUNCTIONS: MathTable = {
+    name: _in_double(entry) if name in ("asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "sinh", "cosh",
+                                        "hypot") else entry
+    for name, entry in _FLOAT32_INTERPRETER_FUNCTIONS.items()}
 
 
 # fp32 {0} rounded to the nearest bfloat16, to nearest even, still fp32 (its low 16 bits 0,
 # so a truncating cast to bfloat16 is then exact)
 BF16_BY_HAND = ("(({0}.to(tl.uint32, bitcast=True) + 0x7FFF + (({0}.to(tl.uint32, bitcast=True) >> 16) & 1)) "
                 "& 0xFFFF0000).to(tl.float32, bitcast=True)")
+
+
+# Kahan's tricks: expm1 and log1p accurate near 0 without libdevice
+_EXPM1 = ("tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
+          "tl.where(tl.exp({0}) > " + _F32_MAX + ", tl.exp({0}), (tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0}))))))")
+# Exact-math forms of the functions the interpreter evaluates in float64 (_rounded_once),
+# as float32 expressions: the gpu column's exp, exp2, log, log2, sin and cos (Triton's
+# own), and logcumsumexp's fold, which widens its operands itself.
+FLOAT32_FORMS = {"exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
+                 "sin": "tl.sin({0})", "cos": "tl.cos({0})", "expm1": _EXPM1, "log1p": MATH_LOG1P,
+                 "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))"}
 
 
 # op -> Triton expression over operands {0}, {1}, ... ({dt}: the value's tl dtype). Both
@@ -364,15 +423,13 @@ MATH: MathTable = {
     "neg": "-{0}", "fneg": negate("{0}", gpu=False), "abs": "tl.abs({0})",
     "sign": "({0} > 0).to({dt}) - ({0} < 0).to({dt})",
     "relu": "tl.where({0} < 0, 0, {0})",  # NaN < 0 is false: NaN propagates as in torch
-    "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
-    # Kahan's tricks: accurate near 0 without libdevice
-    "expm1": "tl.where(tl.exp({0}) == 1.0, {0}, tl.where(tl.exp({0}) - 1.0 == -1.0, -1.0, "
-             "tl.where(tl.exp({0}) > " + _F32_MAX + ", tl.exp({0}), (tl.exp({0}) - 1.0) * ({0} / tl.log(tl.exp({0}))))))",
-    "log1p": MATH_LOG1P,
-    "log10": "tl.log({0}) * 0.4342944819032518",
+    # exp, log and their compositions: in float64, rounded once (_rounded_once); the gpu
+    # column has each one's float32 form (FLOAT32_FORMS)
+    **{op: _rounded_once(form) for op, form in FLOAT32_FORMS.items()},
+    "log10": _rounded_once("tl.log({0}) * 0.4342944819032518"),
     "sqrt": "tl.sqrt({0})", "rsqrt": "1.0 / tl.sqrt({0})",
-    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "tl.sin({0}) / tl.cos({0})",
-    "tanh": Steps(_tanh_steps("{0}"), "{t}tanh"), "sigmoid": "1.0 / (1.0 + tl.exp(-{0}))", "silu": "{0} / (1.0 + tl.exp(-{0}))",
+    "tan": _rounded_once("tl.sin({0}) / tl.cos({0})"),
+    "tanh": Steps(_tanh_steps("{0}"), "{t}tanh"),
     "erf": "tl.erf({0})", "reciprocal": "1.0 / {0}",
     "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
     "trunc": "tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))",
@@ -386,7 +443,6 @@ MATH: MathTable = {
     "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "bitwise_xor": "{0} ^ {1}", "bitwise_not": "~{0}",
     "where": "tl.where({0}, {1}, {2})",
     "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
-    "elu": "tl.where({0} > 0.0, {0} * {2}, {1} * {2} * (tl.exp({0} * {3}) - 1.0))",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
     "gelu_tanh": Steps(_tanh_steps(_GELU_INNER), "0.5 * {0} * (1.0 + {t}tanh)"),
     "nan_to_num": "tl.where({0} != {0}, {1}, tl.where({0} > " + _F32_MAX + ", {2}, tl.where({0} < -" + _F32_MAX + ", {3}, {0})))",
@@ -398,7 +454,13 @@ MATH: MathTable = {
     # by b when a / b rounds up to an integer (1.0 % 0.1), so the gpu column uses libdevice
     "fmod": "{0} % {1}",
     "remainder": _REMAINDER.replace("{m}", "({0} % {1})"),
-    "pow": _POW,
+    # |x| ** y in float64 of y as a float32 (as eager's, which casts a Python exponent)
+    "pow": Steps((("d", "tl.cast({0}, tl.float64)"),),
+                 "tl.cast(" + _POW.replace(_MAGNITUDE, _MAGNITUDE.replace("{1}", "tl.cast({1}, tl.float32)")
+                                           .replace("{0}", "{t}d")) + ", {dt})"),
+    # eager's: expm1(x * input_scale) * (alpha * scale), expm1's float32 rounded once
+    "elu": Steps((("d", "tl.cast({0} * {3}, tl.float64)"), ("m", "tl.cast(" + _EXPM1.replace("{0}", "{t}d") + ", tl.float32)")),
+                 "tl.where({0} > 0.0, {0} * {2}, {t}m * ({1} * {2}))"),
     # integers (by a literal other than 0 and -1: lowering/pointwise.py): `%` truncates on
     # both targets (srem; the interpreter's numpy fmod)
     "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
@@ -431,7 +493,9 @@ TARGET_MATH: dict[str, MathTable] = {
         "div_trunc": "libdevice.trunc(tl.div_rn({0}, {1}))",
         "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
         "sigmoid": "tl.div_rn(1.0, 1.0 + tl.exp(-{0}))", "silu": "tl.div_rn({0}, 1.0 + tl.exp(-{0}))",
+        **{op: FLOAT32_FORMS[op] for op in ("exp", "exp2", "log", "log2", "sin", "cos")},
         "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
+        "elu": "tl.where({0} > 0.0, {0} * {2}, libdevice.expm1({0} * {3}) * ({1} * {2}))",
         "tan": "libdevice.tan({0})", "trunc": "libdevice.trunc({0})", "round": "libdevice.rint({0})",
         "pow": "libdevice.pow({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
         "remainder": _REMAINDER.replace("{m}", "libdevice.fmod({0}, {1})"),

@@ -30,6 +30,7 @@ import torch
 
 from ..lowering import ir
 from .emitter import Emitter
+from .mathfns import FLOAT32_FORMS
 from .printer import pexpr
 from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, bounds_check, by_value_buffers, comment, lane_index, math_table,
                      parameters, scalar_or_compute, stored_value, used_values)
@@ -328,6 +329,12 @@ class _Source:
         self.out.line(f"{name} = carry{i}{'_index' if value.op.startswith('arg') else ''}")
         self.names[i] = name
 
+    def _formula(self, op: str) -> str:
+        """`op`'s one-expression form: the table's, or where the table evaluates it in float64
+        (the interpreter's Steps), the formula itself: the caller widens its operand."""
+        entry = self.table[op]
+        return entry if isinstance(entry, str) else FLOAT32_FORMS[op]
+
     def _carry(self, value: ir.Scan) -> str:
         return _GPU_LOGADDEXP_CARRY if self.target == "gpu" else _TL_CARRY[value.carry]
 
@@ -345,8 +352,8 @@ class _Source:
         # in double, rounded to float: numpy's float32 exp is not, the interpreter's log1p is composed)
         wide, narrow = (".to(tl.float64)", ".to(tl.float32)") if self._carry(value) == "tl.float32" else ("", "")
         difference = f"({v}_lo - {v}_hi){wide}" if wide else f"{v}_lo - {v}_hi"
-        self.out.line(f"{v}_e = " + _unary(self.table["exp"], difference) + narrow)
-        self.out.line(f"{v}_sum = " + _unary(self.table["log1p"], f"{v}_e{wide}") + f"{narrow} + {v}_hi")
+        self.out.line(f"{v}_e = " + _unary(self._formula("exp"), difference) + narrow)
+        self.out.line(f"{v}_sum = " + _unary(self._formula("log1p"), f"{v}_e{wide}") + f"{narrow} + {v}_hi")
         self.out.line(f"{c} = tl.where(mask, tl.where(({v}_lo != {v}_hi) | (tl.abs({v}_lo) < float('inf')), {v}_sum, "
                       f"{v}_x), {c})")
         self.out.line(f"{name} = {c}.to({TL_DTYPE[value.dtype]})")
