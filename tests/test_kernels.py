@@ -336,6 +336,37 @@ def test_splits_are_slices_folded_into_kernel_loads(device: str) -> None:
     assert len(splits) == 3 and all(d.reason.kind is FallbackKind.OUTSIDE_REGION for d in splits), splits
 
 
+def _symbolic_splits(x):
+    a, b = x.chunk(2, -1)  # a GLU: halves (n + 1) // 2 and n - (n + 1) // 2 of a dynamic n
+    p, q, r = torch.split(x, [x.shape[-1] // 4, x.shape[-1] // 4, x.shape[-1] // 2], dim=-1)
+    return a * torch.sigmoid(b), p + q, r.exp()
+
+
+def test_splits_of_symbolic_sizes_are_slices(device: str) -> None:
+    """Split sizes that are SymInts (chunk of a dynamic dim, sizes from x.shape) are slices
+    too, their starts and ends size computations (they were eager splits, and the GLU two
+    kernels). The GLU's halves have sizes equal only under the guard its product made: the
+    sigmoid and the product are one kernel. Forward and backward, three sizes, one graph."""
+    compiled = torch.compile(_symbolic_splits, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n, m in ((3, 8), (2, 12), (4, 20)):
+            x = torch.randn(n, m, device=device)
+            ours, eager = x.clone().requires_grad_(), x.clone().requires_grad_()
+            got, expected = compiled(ours), _symbolic_splits(eager)
+            weights = [torch.randn_like(e) for e in expected]
+            for g, e in zip(got, expected, strict=True):
+                _close(g.detach(), e.detach())
+            sum((g * w).sum() for g, w in zip(got, weights)).backward()
+            sum((e * w).sum() for e, w in zip(expected, weights)).backward()
+            _close(ours.grad, eager.grad)
+    assert xpu_lite.counters.forward_graphs == 1 and len(reports) == 2
+    assert not reports[0].fallbacks and not reports[1].fallbacks, (reports[0].fallbacks, reports[1].fallbacks)
+    (glu,) = [d.kernel.split(" ")[0] for d in reports[0].decisions if d.op == "aten.sigmoid.default"]
+    assert sorted(d.op for d in reports[0].decisions if d.kernel.startswith(glu + " ")) == ["aten.mul.Tensor", "aten.sigmoid.default"]
+    assert not [d for d in reports[0].decisions if "split" in d.op]
+    assert reports[1].counts()[2] == "1"  # the backward: the cats of the pieces' gradients, one kernel
+
+
 def test_contiguous_of_a_transpose_is_one_copy_kernel(device: str) -> None:
     fn = lambda x: x.t().contiguous()  # noqa: E731
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)

@@ -36,6 +36,7 @@ __all__ = [
     "real_tensors",
     "free_unbacked_symbols",
     "statically_known_true",
+    "provably_equal",
     "override_cia_kernels",
     "override_autograd_kernel",
     "call_past_python_kernels",
@@ -121,6 +122,17 @@ def sym_expr(value: Any) -> sympy.Expr | None:
     if isinstance(value, int):
         return sympy.Integer(value)
     return None
+
+
+def provably_equal(a: sympy.Expr, b: sympy.Expr, fake: Any) -> bool:
+    """Whether two size expressions are equal for every input the graph accepts: the same
+    expression, or equal under the guards of the ShapeEnv behind the fake tensor `fake`
+    (`x.chunk(2, -1)` halves of a dynamic n are `(n + 1) // 2` and `n - (n + 1) // 2`, equal
+    once a product of the two has guarded on it)."""
+    if a == b:
+        return True
+    shape_env = getattr(getattr(fake, "fake_mode", None), "shape_env", None)
+    return shape_env is not None and shape_env._maybe_evaluate_static(sympy.Eq(a, b)) is sympy.true
 
 
 def provably_positive(expr: sympy.Expr, fake: Any) -> bool:

@@ -26,7 +26,7 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import provably_positive, statically_known_true
+from .._torch_compat import provably_equal, provably_positive, statically_known_true
 from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group
 from .registry import LOWERINGS
@@ -348,8 +348,9 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
         if own == space or (not space.rdims and same_elements_shape(own.sizes, space.sizes)):
             return own
         return None
-    if not space.rdims:  # the same elements in the same flat order
-        return space if same_elements_shape(own.sizes, space.sizes) else None
+    if not space.rdims:  # the same elements in the same flat order (sizes equal under the guards too)
+        equal = lambda a, b: provably_equal(a, b, node.meta["val"])  # noqa: E731
+        return space if same_elements_shape(own.sizes, space.sizes, equal) else None
     keep, squeezed = space.row_shapes
     if own.sizes == space.sizes:  # per element: rows it reads must broadcast back as (…, 1, …)
         ok = member_shapes <= {space.sizes, keep}

@@ -12,7 +12,7 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import real_tensors, sym_expr
+from .._torch_compat import provably_equal, real_tensors, sym_expr
 from . import ir
 from .registry import LOWERINGS
 from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, same_elements_shape, sizes_of, slice_map, space_coords,
@@ -47,8 +47,9 @@ BY_VALUE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 class KernelBuilder:
     def __init__(self, space: Space, tile: ir.Tile | None = None, is_view: Any = lambda node: False, name: str = "kernel",
-                 inlined: frozenset[torch.fx.Node] = frozenset()) -> None:
+                 inlined: frozenset[torch.fx.Node] = frozenset(), equal: Any = operator.eq) -> None:
         self.space = space
+        self.equal = equal  # sizes equal for every input (fusion joins pointwise runs of such shapes)
         self.tile = tile
         self.is_view = is_view
         self.name = name
@@ -127,7 +128,7 @@ class KernelBuilder:
         placing op computed where another op gathers it: the coordinates it is read at."""
         if self.placed_at:
             return self.placed_at[-1][0]
-        assert self.tile is None and same_elements_shape(shape, self.space.sizes)
+        assert self.tile is None and same_elements_shape(shape, self.space.sizes, self.equal)
         return self.coords(shape) or flat_coords(ir.XINDEX, shape)
 
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
@@ -350,7 +351,9 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                 inlined: frozenset[torch.fx.Node] = frozenset()) -> Group:
     member_set = set(members)
     stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and _read_outside(n, member_set, is_view)]
-    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name, inlined)
+    fake = next((n.meta["val"] for n in members if isinstance(n.meta["val"], torch.Tensor)), None)
+    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name, inlined,
+                            lambda a, b: provably_equal(a, b, fake))
     value_of: dict[torch.fx.Node, Any] = {}
     for node in members:
         if node.target is operator.getitem:  # one result of a multi-output reduction

@@ -9,6 +9,8 @@ KernelBuilder (kernel_builder.py) put into loads and stores.
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -83,10 +85,12 @@ def space_coords(space: Space) -> tuple[sympy.Expr, ...]:
     return tuple(coords)
 
 
-def same_elements_shape(a: tuple[sympy.Expr, ...], b: tuple[sympy.Expr, ...]) -> bool:
+def same_elements_shape(a: tuple[sympy.Expr, ...], b: tuple[sympy.Expr, ...],
+                        equal: Callable[[sympy.Expr, sympy.Expr], bool] = operator.eq) -> bool:
     """Whether shapes `a` and `b` hold the same elements in the same row-major order: they
-    differ only by dims of size 1 (`(n, 1)` and `(n,)`)."""
-    return [s for s in a if s != 1] == [s for s in b if s != 1]
+    differ only by dims of size 1 (`(n, 1)` and `(n,)`), the others `equal` in order."""
+    a, b = [s for s in a if s != 1], [s for s in b if s != 1]
+    return len(a) == len(b) and all(equal(m, n) for m, n in zip(a, b))
 
 
 def coords_as(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:

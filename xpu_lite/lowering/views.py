@@ -16,9 +16,10 @@ current value, so they are views again (llama's rotary `cos.unsqueeze(1)` was an
 call in every layer).
 
 Ops that return several views (`split_with_sizes`, `split.Tensor`; `unbind` and `chunk`
-decompose to them) become one `slice` per output read (`slices_for_splits`), which kernels
-fold into their loads like any other view (GPT-NeoX splits its fused qkv projection in
-every layer).
+decompose to them) become one `slice` per output read (`slices_for_splits`; SymInt sizes
+too, their starts and ends size computations), which kernels fold into their loads like
+any other view (GPT-NeoX splits its fused qkv projection in every layer; a GLU chunks its
+projection in two).
 """
 from __future__ import annotations
 
@@ -69,15 +70,21 @@ SPLIT_OPS: frozenset[Any] = frozenset({aten.split_with_sizes.default, aten.split
 def slices_for_splits(gm: torch.fx.GraphModule, selected: Callable[[torch.fx.Node], bool]) -> list[str]:
     """Replace each selected split whose outputs are only read through `getitem` by one
     view per output read, `slice(x, dim, start, start + size)`, with the getitem's traced
-    value. Splits with a size that is not a Python int stay as they are (their starts
-    would need size arithmetic). Returns the splits replaced."""
+    value. A size that is a SymInt (`x.chunk(2, -1)` of a dynamic dim: split sizes
+    `(n + 1) // 2` and `n - (n + 1) // 2`) gives starts and ends computed by size nodes
+    inserted before the split, which the wrapper computes where a slice runs eagerly.
+    Returns the splits replaced."""
     replaced = []
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in SPLIT_OPS or not selected(node):
             continue
-        spans = _split_spans(node)
         users = list(node.users)
-        if spans is None or not all(u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
+        if not all(u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
+            continue
+        before = set(gm.graph.nodes)
+        with gm.graph.inserting_before(node):
+            spans = _split_spans(gm.graph, node)
+        if spans is None:
             continue
         x, dim = node.args[0], _dim_arg(node)
         for user in users:
@@ -88,6 +95,10 @@ def slices_for_splits(gm: torch.fx.GraphModule, selected: Callable[[torch.fx.Nod
             user.replace_all_uses_with(view)
             gm.graph.erase_node(user)
         gm.graph.erase_node(node)
+        made = dict.fromkeys(n for span in spans for n in span if isinstance(n, torch.fx.Node) and n not in before)
+        for span_node in reversed(made):  # the starts and ends of outputs nothing reads
+            if not span_node.users:
+                gm.graph.erase_node(span_node)
         replaced.append(node.name)
     if replaced:
         gm.recompile()
@@ -98,20 +109,50 @@ def _dim_arg(node: torch.fx.Node) -> Any:
     return node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
 
 
-def _split_spans(node: torch.fx.Node) -> list[tuple[int, int]] | None:
-    """(start, end) of each output along the split dim; None when a size is not a Python int."""
+Span = Any  # an int, or a size node (its meta["val"] a SymInt)
+
+
+def _split_spans(graph: torch.fx.Graph, node: torch.fx.Node) -> list[tuple[Span, Span]] | None:
+    """(start, end) of each output along the split dim, ints or size nodes made here (at the
+    graph's insert point); None for a size that is neither an int nor an integer node."""
     sizes = node.args[1]
+    outputs = len(node.meta["val"]) if isinstance(node.meta.get("val"), (list, tuple)) else 0
     if not isinstance(_dim_arg(node), int):
         return None
     if node.target is aten.split.Tensor:  # every chunk split_size long, the last one clamped by slice
-        if not isinstance(sizes, int) or sizes <= 0:
+        if not _is_size(sizes) or isinstance(sizes, int) and sizes <= 0:
             return None
-        outputs = len(node.meta["val"]) if isinstance(node.meta.get("val"), (list, tuple)) else 0
-        return [(i * sizes, (i + 1) * sizes) for i in range(outputs)]
-    if not isinstance(sizes, (list, tuple)) or not all(isinstance(n, int) for n in sizes):
+        starts = [_size_op(graph, operator.mul, sizes, i) for i in range(outputs + 1)]
+        return list(zip(starts, starts[1:]))
+    if not isinstance(sizes, (list, tuple)) or not all(_is_size(n) for n in sizes):
         return None
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return [(start, start + n) for start, n in zip(starts, sizes)]
+    starts: list[Span] = [0]
+    for n in sizes:
+        starts.append(_size_op(graph, operator.add, starts[-1], n))
+    return list(zip(starts, starts[1:]))
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, int) or isinstance(value, torch.fx.Node) and isinstance(
+        value.meta.get("val"), (int, torch.SymInt))
+
+
+def _size_op(graph: torch.fx.Graph, op: Callable[[Any, Any], Any], a: Span, b: Span) -> Span:
+    """op(a, b): an int where both are ints (or the other is 0 / 1 for add / mul), else a size
+    node with its SymInt value."""
+    value = lambda v: v.meta["val"] if isinstance(v, torch.fx.Node) else v  # noqa: E731
+    if not isinstance(a, torch.fx.Node) and not isinstance(b, torch.fx.Node):
+        return op(a, b)
+    unit = 0 if op is operator.add else 1
+    if op is operator.mul and 0 in (a, b):
+        return 0
+    if a == unit and not isinstance(a, torch.fx.Node):
+        return b
+    if b == unit and not isinstance(b, torch.fx.Node):
+        return a
+    result = graph.call_function(op, (a, b))
+    result.meta["val"] = op(value(a), value(b))
+    return result
 
 
 def retrace_stale_views(gm: torch.fx.GraphModule) -> list[str]:
