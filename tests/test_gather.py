@@ -83,8 +83,11 @@ def test_one_kernel_source_per_op_for_all_sizes(device: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
     kinds = {d.op: d.kind for d in reports[0].decisions}
     assert all(kinds[op] is DecisionKind.KERNEL for op in LOWERED), kinds
-    # abs, then the five lookups (their consumers mul and add fused): positions are read from memory
-    assert len(reports[0].kernels) == 6
+    # the five lookups (their consumers mul and add fused); index_select computes s.abs()
+    # where it reads its positions (a pointwise producer of an index, not stored)
+    assert len(reports[0].kernels) == 5
+    (abs_,) = [d for d in reports[0].decisions if d.op == "aten.abs.default"]
+    assert "computed where index_select reads it: not stored" in abs_.kernel, abs_
     for source in reports[0].kernels:
         assert not re.search(r"\b(12|13|14|15|18|27)\b", source), f"a dynamic size was baked into the kernel:\n{source}"
     assert sum("tl.device_assert(" in source and "_ok = " in source for source in reports[0].kernels) == 5
@@ -193,19 +196,30 @@ def raise_as_in_eager(cases) -> None:
         assert "(xpu_lite kernel_" in str(ours.value)
 
 
-def test_positions_computed_in_the_graph_are_read_from_memory(device: str) -> None:
-    def fn(w, i):
-        j = i * 2 + 1  # an integer kernel
-        return F.embedding(j, w).relu(), w[j.flatten() - w.shape[0]].sum(-1)
+def test_positions_computed_in_the_graph_are_computed_where_lookups_read_them(device: str) -> None:
+    """A pointwise producer of a lookup's index tensor (OPT's `positions + 2`, a `%`, a flip)
+    is computed in the lookup's kernel where it loads each position, from the producer's
+    inputs loaded there, not stored by a kernel of its own (before 2026-11-26 it was); two
+    lookups reading it compute it each. On cpu, a computed position out of range raises as
+    in eager: the bounds assert checks the computed value."""
+    def fn(w, i, x):
+        j = i * 2 + 1  # read by two lookups
+        return (F.embedding(j, w).relu(), w[j - w.shape[0]].sum(-1), torch.gather(x, 1, i % 3),
+                x.index_select(0, i[:, 0].flip(0) % 2))
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:
         for n in (5, 11):
-            w, i = torch.randn(n, 4, device=device), torch.randint(0, (n - 1) // 2, (3, 2), device=device)
-            assert_bitwise(compiled(w, i), fn(w, i))
+            w, i, x = torch.randn(n, 4, device=device), torch.randint(0, (n - 1) // 2, (3, 2), device=device), torch.randn(3, 6)
+            assert_bitwise(compiled(w, i, x.to(device)), fn(w, i, x.to(device)))
     assert xpu_lite.counters.fallback_nodes == 0
-    kernel_ops = [d.op for d in reports[0].decisions if d.kind is DecisionKind.KERNEL]
-    assert {"aten.embedding.default", "aten.index.Tensor", "aten.add.Tensor"} <= set(kernel_ops), kernel_ops
+    producers = {d.node: d.kernel for d in reports[0].decisions if d.op in ("aten.mul.Tensor", "aten.add.Tensor",
+                                                                             "aten.remainder.Scalar", "aten.flip.default")}
+    assert producers and all("computed where" in k and "not stored" in k for k in producers.values()), producers
+    assert len(reports[0].kernels) == 4  # one per lookup, each with its consumers
+    if device == "cpu":
+        w, far = torch.randn(5, 3), torch.tensor([[0, 1], [2, 0]])  # 2 * 2 + 1 = 5: past the end
+        raise_as_in_eager([(lambda w, i: F.embedding(i * 2 + 1, w) + 1, (w, far))])
 
 
 def test_a_computed_scalar_position_is_stored_first(device: str) -> None:

@@ -122,7 +122,8 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
 
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
     """Pointwise kernel nodes that only rules which gather them at positions of their own
-    read (LOWERINGS.inlines: cat, pad, flip, slice_scatter's source, pools), or other such
+    read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
+    index tensor), or other such
     producers, or slices of them: each reader computes the producer's element where it
     reads it, from the producer's inputs loaded there, rather than a kernel of its own
     storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings' rotate_half, and in its
@@ -155,7 +156,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
         for user in node.users:
             if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
-            elif kernel(user) and LOWERINGS.inlines(user) and _only_gathered(user, node):
+            elif kernel(user) and _only_gathered(user, node):
                 readers.append(position[user])
             else:
                 break
@@ -167,8 +168,9 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
 
 
 def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
-    """Whether `user` reads `node` only as a tensor its rule gathers."""
-    gathers = LOWERINGS.gathers(user)
+    """Whether `user` reads `node` only as a tensor its rule gathers and computes where it
+    does, when it is a pointwise producer (LOWERINGS.inlined_args)."""
+    gathers = LOWERINGS.inlined_args(user)
     inside = lambda arg: arg is node or isinstance(arg, (list, tuple)) and node in arg  # noqa: E731
     return (any(inside(a) for p, a in enumerate(user.args) if p in gathers)
             and not any(inside(a) for p, a in enumerate(user.args) if p not in gathers)

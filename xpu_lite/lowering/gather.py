@@ -150,11 +150,14 @@ def _broadcast(shapes: list[tuple[sympy.Expr, ...]]) -> tuple[sympy.Expr, ...]:
     return tuple(next((s for s in column if s != 1), sympy.Integer(1)) for column in zip(*padded))
 
 
-def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
-    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True)(rule)
+def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], table: int, index: int) -> None:
+    """`table`: the argument loaded at loaded positions; `index`: the index tensor (a list
+    for index.Tensor), loaded through KernelBuilder.gather, so a pointwise producer of it is
+    computed there (fusion.inlined_producers: `(ids + 2).long()` before an embedding)."""
+    LOWERINGS.register(target, checker=check, gathers=(table, index), coordinates=True, inlines=(index,))(rule)
 
 
-_reg(aten.embedding.default, _check_embedding, _embedding, (0, 1))
-_reg(aten.gather.default, _check_gather, _gather, (0, 2))
-_reg(aten.index_select.default, _check_index_select, _index_select, (0, 2))
-_reg(aten.index.Tensor, _check_index, _index, (0, 1))
+_reg(aten.embedding.default, _check_embedding, _embedding, 0, 1)
+_reg(aten.gather.default, _check_gather, _gather, 0, 2)
+_reg(aten.index_select.default, _check_index_select, _index_select, 0, 2)
+_reg(aten.index.Tensor, _check_index, _index, 0, 1)

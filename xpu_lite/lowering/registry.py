@@ -42,8 +42,10 @@ class Lowering:
     space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None
     # the rule loads its gathered tensors through KernelBuilder.gather at coordinates computed
     # from the element's (cat, pad, flip, pools' windows): a pointwise producer that only such
-    # readers read is computed there instead of stored (fusion.inlined_producers)
-    inlines: bool = False
+    # readers read is computed there instead of stored (fusion.inlined_producers). A tuple:
+    # only the tensors at those argument positions (a lookup's index tensor, not the table
+    # it loads from at loaded positions, KernelBuilder.gather_at)
+    inlines: bool | tuple[int, ...] = False
     # each element is one element of a gathered input, or a value of the node's own (cat, pad,
     # flip, repeat, slice/select/diagonal_scatter): computed at other coordinates as cheaply as
     # at its own, so an inlined producer may be one (fusion.inlined_producers)
@@ -64,7 +66,8 @@ class LoweringRegistry:
         self, *ops: Any, checker: Checker | None = None, reduces: Callable[[torch.fx.Node], tuple[int, ...] | None] | None = None,
         gathers: tuple[int, ...] = (), coordinates: bool = False, unread: tuple[int, ...] = (),
         scatter: Callable[[torch.fx.Node], tuple[Any, ...]] | None = None,
-        space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None, inlines: bool = False,
+        space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None,
+        inlines: bool | tuple[int, ...] = False,
         places: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,10 +116,13 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         return entry is not None and entry.coordinates
 
-    def inlines(self, node: torch.fx.Node) -> bool:
-        """Whether node's rule computes a pointwise producer where it gathers it (see Lowering)."""
+    def inlined_args(self, node: torch.fx.Node) -> tuple[int, ...]:
+        """The argument positions whose tensors node's rule computes where it gathers them,
+        when they are pointwise producers (see Lowering)."""
         entry = self._table.get(node.target)
-        return entry is not None and entry.inlines
+        if entry is None or entry.inlines is False:
+            return ()
+        return entry.gathers if entry.inlines is True else entry.inlines
 
     def places(self, node: torch.fx.Node) -> bool:
         """Whether node's rule places its inputs' elements (see Lowering)."""
