@@ -123,11 +123,11 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
     """Pointwise kernel nodes that only rules which gather them at positions of their own
     read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
-    index tensor), or other such
-    producers, or slices of them: each reader computes the producer's element where it
-    reads it, from the producer's inputs loaded there, rather than a kernel of its own
-    storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings' rotate_half, and in its
-    gradient the slices of `grad * sin`; a slice is its input at mapped positions,
+    index tensor), or other such producers, or slices of them: each reader computes the
+    producer's element where it reads it, from the producer's inputs loaded there, rather
+    than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary
+    embeddings' rotate_half, and in its gradient the slices of `grad * sin`; OPT's
+    `positions + 2` before its embedding; a slice is its input at mapped positions,
     space.slice_map). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
     read by a product the KV cache's cat computes) is one too, computed at the reader's
     coordinates (KernelBuilder.placed_at). The list holds those slices too. The reader's
