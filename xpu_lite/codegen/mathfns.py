@@ -105,12 +105,14 @@ def _laplace_fraction(x: str, terms: int) -> str:
     return fraction
 
 
-# Cephes' single-precision polynomials (asinf.c, atanf.c), each within 2 ulps on its range:
-# asin(s) for |s| <= 0.5 from z = s*s; atan(r) for |r| <= tan(pi/8) from z = r*r
+# Cephes' polynomials: asinf.c's single-precision asin(s) for |s| <= 0.5 from z = s*s; atan.c's
+# double-precision atan(r), a rational function of z = r*r for |r| <= 0.66 (used for |r| <= tan(pi/8))
 _ASIN_POLY = ("((((4.2163199048e-2 * {t}z + 2.4181311049e-2) * {t}z + 4.5470025998e-2) * {t}z + 7.4953002686e-2) * {t}z"
               " + 1.6666752422e-1) * {t}z * {s} + {s}")
-_ATAN_POLY = ("(((8.05374449538e-2 * {t}z - 1.38776856032e-1) * {t}z + 1.99777106478e-1) * {t}z - 3.33329491539e-1)"
-              " * {t}z * {t}r + {t}r")
+_ATAN_RATIONAL = ("{t}r + {t}r * {t}z * ((((-8.750608600031904122785e-1 * {t}z - 1.615753718733365076637e1) * {t}z"
+                  " - 7.500855792314704667340e1) * {t}z - 1.228866684490136173410e2) * {t}z - 6.485021904942025371773e1)"
+                  " / (((((({t}z + 2.485846490142306297962e1) * {t}z + 1.650270098316988542046e2) * {t}z"
+                  " + 4.328810604912902668951e2) * {t}z + 4.853903996359136964868e2) * {t}z + 1.945506571482613964425e2))")
 _PI, _PI_2, _PI_4, _LN2 = "3.141592653589793", "1.5707963267948966", "0.7853981633974483", "0.6931471805599453"
 _BEYOND_LOG = "268435456.0"  # 2**28: past it, x*x loses 1 against x and asinh(x), acosh(x) are log(2x)
 
@@ -295,7 +297,7 @@ _FLOAT32_INTERPRETER_FUNCTIONS: MathTable = {
     "atan": Steps((("a", "tl.abs({0})"), ("big", "{t}a > 2.414213562373095"), ("mid", "{t}a > 0.41421356237309503"),
                    ("r", "tl.where({t}big, -1.0 / {t}a, tl.where({t}mid, ({t}a - 1.0) / ({t}a + 1.0), {t}a))"),
                    ("z", "{t}r * {t}r"),
-                   ("p", _ATAN_POLY),  # the constants added to a tensor: in float64 (below), a double
+                   ("p", _ATAN_RATIONAL),  # the constants added to a tensor: in float64 (below), a double
                    ("m", "tl.where({t}big, " + _PI_2 + " + {t}p, tl.where({t}mid, " + _PI_4 + " + {t}p, {t}p))")),
                   _with_sign("{t}m")),
     # atan2(y={0}, x={1}): atan of the smaller |.| over the larger (1 for two infinities,
@@ -304,7 +306,7 @@ _FLOAT32_INTERPRETER_FUNCTIONS: MathTable = {
                     ("q", "tl.where(({t}ay == float('inf')) & ({t}ax == float('inf')), 1.0, tl.where({t}swap, {t}ax / {t}ay, "
                           "tl.where({t}ax == 0.0, 0.0, {t}ay / {t}ax)))"),
                     ("mid", "{t}q > 0.41421356237309503"), ("r", "tl.where({t}mid, ({t}q - 1.0) / ({t}q + 1.0), {t}q)"),
-                    ("z", "{t}r * {t}r"), ("p", _ATAN_POLY), ("a", "tl.where({t}mid, " + _PI_4 + " + {t}p, {t}p)"),
+                    ("z", "{t}r * {t}r"), ("p", _ATAN_RATIONAL), ("a", "tl.where({t}mid, " + _PI_4 + " + {t}p, {t}p)"),
                     ("b", "tl.where({t}swap, " + _PI_2 + " - {t}a, {t}a)"),
                     ("c", "tl.where(" + _SIGNBIT.replace("{0}", "{1}") + ", " + _PI + " - {t}b, {t}b)")),
                    "tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, " + _with_sign("{t}c") + ")"),
@@ -380,24 +382,11 @@ _FLOAT32_INTERPRETER_FUNCTIONS: MathTable = {
                    "tl.where(({t}ax == float('inf')) | ({t}ay == float('inf')), float('inf'), tl.where(({t}ax != {t}ax) "
                    "| ({t}ay != {t}ay), {t}ax + {t}ay, tl.where({t}mx == 0.0, 0.0, {t}mx * tl.sqrt(1.0 + {t}r * {t}r))))"),
 }
-# Cephes' double-precision atan(r) (atan.c: a rational function of z = r*r, for |r| <= 0.66)
-_ATAN_RATIONAL = ("{t}r + {t}r * {t}z * ((((-8.750608600031904122785e-1 * {t}z - 1.615753718733365076637e1) * {t}z"
-                  " - 7.500855792314704667340e1) * {t}z - 1.228866684490136173410e2) * {t}z - 6.485021904942025371773e1)"
-                  " / (((((({t}z + 2.485846490142306297962e1) * {t}z + 1.650270098316988542046e2) * {t}z"
-                  " + 4.328810604912902668951e2) * {t}z + 4.853903996359136964868e2) * {t}z + 1.945506571482613964425e2))")
-
-
-def _in_double(entry: Steps) -> Steps:
-    """A float32 composition in float64 (_steps_rounded_once), atan's polynomial (1.4 ulps of
-    float32 in any precision) replaced by Cephes' double one on the same reduced range."""
-    return _steps_rounded_once(Steps(tuple((n, e.replace(_ATAN_POLY, _ATAN_RATIONAL)) for n, e in entry.steps),
-                                     entry.result.replace(_ATAN_POLY, _ATAN_RATIONAL)))
-
-
-# the float32 compositions above, evaluated in float64 and rounded once (the rest already are)
+# the compositions above written as float32 ones (asin to hypot), evaluated in float64 and
+# rounded once; the rest compute in float64 themselves
 INTERPRETER_FUNCTIONS: MathTable = {
-    name: _in_double(entry) if name in ("asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "sinh", "cosh",
-                                        "hypot") else entry
+    name: _steps_rounded_once(entry) if name in ("asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "sinh",
+                                                 "cosh", "hypot") else entry
     for name, entry in _FLOAT32_INTERPRETER_FUNCTIONS.items()}
 
 
