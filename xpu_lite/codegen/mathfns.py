@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .bessel_series import I0E_A, I0E_B, I1E_A, I1E_B
+
 _F32_MAX = "3.4028234663852886e38"
 _FLOOR_HALF = "tl.floor({0} + 0.5)"
 # C's pow (what eager calls): |x|**y from exp2/log2, negative for a negative x (-0.0
@@ -75,12 +77,14 @@ def _rounded_once(expr: str) -> Steps:
     interpreter's float32 exp and log are numpy's SIMD ones (2 ulps), and a float32 formula
     of them rounds at each step (expm1's and log1p's reached 3 ulps); eager's cpu kernels
     (Sleef) are within 1."""
-    return Steps((("d", "tl.cast({0}, tl.float64)"),), "tl.cast(" + expr.replace("{0}", "{t}d") + ", {dt})")
+    return _steps_rounded_once(Steps((), expr))
 
 
 def _steps_rounded_once(entry: Steps) -> Steps:
     """A float32 Steps entry of {0} (and {1}) evaluated in float64 and rounded once: its
-    formula's own error only. The sign tests on the operands' bits stay on the float32 operands."""
+    formula's own error only. An operand that is a Python scalar is a float32 first, as
+    eager's scalar operand (pow's exponent 1.7); the sign tests on the operands' bits stay
+    on the float32 operands."""
     bits = [_SIGNBIT.replace("{0}", f"{{{i}}}") for i in (0, 1)]
 
     def in_float64(text: str) -> str:
@@ -91,7 +95,8 @@ def _steps_rounded_once(entry: Steps) -> Steps:
             text = text.replace(f"<signbit {i}>", b)
         return text
     binary = any("{1}" in text for _, text in entry.steps) or "{1}" in entry.result
-    cast = (("x64", "tl.cast({0}, tl.float64)"),) + ((("y64", "tl.cast({1}, tl.float64)"),) if binary else ())
+    widen = lambda i: "tl.cast(tl.cast({%d}, tl.float32), tl.float64)" % i  # noqa: E731
+    cast = (("x64", widen(0)),) + ((("y64", widen(1)),) if binary else ())
     return Steps(cast + tuple((name, in_float64(e)) for name, e in entry.steps),
                  "tl.cast(" + in_float64(entry.result) + ", {dt})")
 
@@ -181,57 +186,16 @@ def _trigamma(gpu: bool) -> Steps:
     return Steps(tuple(steps), "tl.where({t}refl, " + negate("{t}m", gpu) + ", {t}m).to(tl.float32)")
 
 
-# Cephes' Chebyshev coefficients (ATen/native/Math.h), highest order first:
-# exp(-x) I0(x) over [0, 8] and exp(-x) sqrt(x) I0(x) over (8, inf); the same for I1
-# (exp(-x) I1(x) / x over [0, 8]). Eager's float kernels drop the first 12 and 18 of I1's.
-_I0E_A = (-4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
-          1.71539128555513303061e-15, -1.16853328779934516808e-14, 7.67618549860493561688e-14,
-          -4.85644678311192946090e-13, 2.95505266312963983461e-12, -1.72682629144155570723e-11,
-          9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-9,
-          -1.30002500998624804212e-8, 6.04699502254191894932e-8, -2.67079385394061173391e-7,
-          1.11738753912010371815e-6, -4.41673835845875056359e-6, 1.64484480707288970893e-5,
-          -5.75419501008210370398e-5, 1.88502885095841655729e-4, -5.76375574538582365885e-4,
-          1.63947561694133579842e-3, -4.32430999505057594430e-3, 1.05464603945949983183e-2,
-          -2.37374148058994688156e-2, 4.93052842396707084878e-2, -9.49010970480476444210e-2,
-          1.71620901522208775349e-1, -3.04682672343198398683e-1, 6.76795274409476084995e-1)
-_I0E_B = (-7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17,
-          3.46122286769746109310e-17, -2.82762398051658348494e-16, -3.42548561967721913462e-16,
-          1.77256013305652638360e-15, 3.81168066935262242075e-15, -9.55484669882830764870e-15,
-          -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
-          7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11,
-          -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
-          3.39623202570838634515e-9, 2.26666899049817806459e-8, 2.04891858946906374183e-7,
-          2.89137052083475648297e-6, 6.88975834691682398426e-5, 3.36911647825569408990e-3,
-          8.04490411014108831608e-1)
-_I1E_A = (2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
-          -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,
-          3.22379336594557470981e-13, -1.98397439776494371520e-12, 1.17361862988909016308e-11,
-          -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-9,
-          9.38153738649577178388e-9, -4.44505912879632808065e-8, 2.00329475355213526229e-7,
-          -8.56872026469545474066e-7, 3.47025130813767847674e-6, -1.32731636560394358279e-5,
-          4.78156510755005422638e-5, -1.61760815825896745588e-4, 5.12285956168575772895e-4,
-          -1.51357245063125314899e-3, 4.15642294431288815669e-3, -1.05640848946261981558e-2,
-          2.47264490306265168283e-2, -5.29459812080949914269e-2, 1.02643658689847095384e-1,
-          -1.76416518357834055153e-1, 2.52587186443633654823e-1)
-_I1E_B = (7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17,
-          -3.20952592199342395980e-17, 2.96262899764595013876e-16, 3.30820231092092828324e-16,
-          -1.88035477551078244854e-15, -3.81440307243700780478e-15, 1.04202769841288027642e-14,
-          4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
-          -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11,
-          3.25260358301548823856e-11, -1.89749581235054123450e-11, -5.58974346219658380687e-10,
-          -3.83538038596423702205e-9, -2.63146884688951950684e-8, -2.51223623787020892529e-7,
-          -3.88256480887769039346e-6, -1.10588938762623716291e-4, -9.76109749136146840777e-3,
-          7.78576235018280120474e-1)
 # fn -> (its value from x = |input| and the two series' sums, {t}ca over [0, 8] and {t}cb
 # beyond, in eager's order of operations: the [0, 8] form, the numerator over sqrt(x); odd;
 # the series). i1 and i1e are odd: eager negates for x < 0, so -0.0 gives +0.0.
-_BESSEL = {"i0": ("{exp} * {t}ca", "{exp} * {t}cb", False, (_I0E_A, _I0E_B)),
-           "i0e": ("{t}ca", "{t}cb", False, (_I0E_A, _I0E_B)),
-           "i1": ("{exp} * {t}x * {t}ca", "{exp} * {t}cb", True, (_I1E_A, _I1E_B)),
-           "i1e": ("{t}ca * {t}x", "{t}cb", True, (_I1E_A, _I1E_B))}
+_BESSEL = {"i0": ("{exp} * {t}ca", "{exp} * {t}cb", False, (I0E_A, I0E_B)),
+           "i0e": ("{t}ca", "{t}cb", False, (I0E_A, I0E_B)),
+           "i1": ("{exp} * {t}x * {t}ca", "{exp} * {t}cb", True, (I1E_A, I1E_B)),
+           "i1e": ("{t}ca * {t}x", "{t}cb", True, (I1E_A, I1E_B))}
 # the float coefficients eager's cuda i1e kernel sums (its cpu float kernels use them for i1
 # too; cuda's i1 sums the double ones)
-_BESSEL_FLOAT_SERIES = {"i1e": (_I1E_A[12:], _I1E_B[18:])}
+_BESSEL_FLOAT_SERIES = {"i1e": (I1E_A[12:], I1E_B[18:])}
 
 
 def _plus(v: float) -> str:
@@ -451,10 +415,7 @@ MATH: MathTable = {
     # by b when a / b rounds up to an integer (1.0 % 0.1), so the gpu column uses libdevice
     "fmod": "{0} % {1}",
     "remainder": _REMAINDER.replace("{m}", "({0} % {1})"),
-    # |x| ** y in float64 of y as a float32 (as eager's, which casts a Python exponent)
-    "pow": Steps((("d", "tl.cast({0}, tl.float64)"),),
-                 "tl.cast(" + _POW.replace(_MAGNITUDE, _MAGNITUDE.replace("{1}", "tl.cast({1}, tl.float32)")
-                                           .replace("{0}", "{t}d")) + ", {dt})"),
+    "pow": _steps_rounded_once(Steps((), _POW)),
     # eager's: expm1(x * input_scale) * (alpha * scale), expm1's float32 rounded once
     "elu": Steps((("d", "tl.cast({0} * {3}, tl.float64)"), ("m", "tl.cast(" + _EXPM1.replace("{0}", "{t}d") + ", tl.float32)")),
                  "tl.where({0} > 0.0, {0} * {2}, {t}m * ({1} * {2}))"),

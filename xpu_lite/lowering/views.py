@@ -81,9 +81,9 @@ def slices_for_splits(gm: torch.fx.GraphModule, selected: Callable[[torch.fx.Nod
         users = list(node.users)
         if not all(u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
             continue
-        before = set(gm.graph.nodes)
+        made: list[torch.fx.Node] = []  # the size nodes the spans needed
         with gm.graph.inserting_before(node):
-            spans = _split_spans(gm.graph, node)
+            spans = _split_spans(gm.graph, node, made)
         if spans is None:
             continue
         x, dim = node.args[0], _dim_arg(node)
@@ -95,7 +95,6 @@ def slices_for_splits(gm: torch.fx.GraphModule, selected: Callable[[torch.fx.Nod
             user.replace_all_uses_with(view)
             gm.graph.erase_node(user)
         gm.graph.erase_node(node)
-        made = dict.fromkeys(n for span in spans for n in span if isinstance(n, torch.fx.Node) and n not in before)
         for span_node in reversed(made):  # the starts and ends of outputs nothing reads
             if not span_node.users:
                 gm.graph.erase_node(span_node)
@@ -112,9 +111,10 @@ def _dim_arg(node: torch.fx.Node) -> Any:
 Span = Any  # an int, or a size node (its meta["val"] a SymInt)
 
 
-def _split_spans(graph: torch.fx.Graph, node: torch.fx.Node) -> list[tuple[Span, Span]] | None:
-    """(start, end) of each output along the split dim, ints or size nodes made here (at the
-    graph's insert point); None for a size that is neither an int nor an integer node."""
+def _split_spans(graph: torch.fx.Graph, node: torch.fx.Node, made: list[torch.fx.Node]) -> list[tuple[Span, Span]] | None:
+    """(start, end) of each output along the split dim, ints or size nodes (those made here,
+    at the graph's insert point, appended to `made`); None for a size that is neither an int
+    nor an integer node."""
     sizes = node.args[1]
     outputs = len(node.meta["val"]) if isinstance(node.meta.get("val"), (list, tuple)) else 0
     if not isinstance(_dim_arg(node), int):
@@ -122,13 +122,13 @@ def _split_spans(graph: torch.fx.Graph, node: torch.fx.Node) -> list[tuple[Span,
     if node.target is aten.split.Tensor:  # every chunk split_size long, the last one clamped by slice
         if not _is_size(sizes) or isinstance(sizes, int) and sizes <= 0:
             return None
-        starts = [_size_op(graph, operator.mul, sizes, i) for i in range(outputs + 1)]
+        starts = [_size_op(graph, operator.mul, sizes, i, made) for i in range(outputs + 1)]
         return list(zip(starts, starts[1:]))
     if not isinstance(sizes, (list, tuple)) or not all(_is_size(n) for n in sizes):
         return None
     starts: list[Span] = [0]
     for n in sizes:
-        starts.append(_size_op(graph, operator.add, starts[-1], n))
+        starts.append(_size_op(graph, operator.add, starts[-1], n, made))
     return list(zip(starts, starts[1:]))
 
 
@@ -137,7 +137,7 @@ def _is_size(value: Any) -> bool:
         value.meta.get("val"), (int, torch.SymInt))
 
 
-def _size_op(graph: torch.fx.Graph, op: Callable[[Any, Any], Any], a: Span, b: Span) -> Span:
+def _size_op(graph: torch.fx.Graph, op: Callable[[Any, Any], Any], a: Span, b: Span, made: list[torch.fx.Node]) -> Span:
     """op(a, b): an int where both are ints (or the other is 0 / 1 for add / mul), else a size
     node with its SymInt value."""
     value = lambda v: v.meta["val"] if isinstance(v, torch.fx.Node) else v  # noqa: E731
@@ -152,6 +152,7 @@ def _size_op(graph: torch.fx.Graph, op: Callable[[Any, Any], Any], a: Span, b: S
         return a
     result = graph.call_function(op, (a, b))
     result.meta["val"] = op(value(a), value(b))
+    made.append(result)
     return result
 
 
