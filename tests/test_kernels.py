@@ -774,10 +774,10 @@ ULP_FUNCTIONS = {"asin": (-1.1, 1.1), "acos": (-1.1, 1.1), "atan": (-40.0, 40.0)
                  "tan": (-40.0, 40.0), "elu": (-20.0, 20.0), "pow 1.7": (-2.0, 1e3),
                  # Triton's own on a gpu (approximate instructions, as Inductor's): GPU_APPROXIMATE
                  "exp": (-110.0, 90.0), "exp2": (-160.0, 130.0), "log": (-1.0, 1e4), "log2": (-1.0, 1e4),
-                 "sin": (-40.0, 40.0), "cos": (-40.0, 40.0), "sigmoid": (-100.0, 100.0)}
+                 "sin": (-40.0, 40.0), "cos": (-40.0, 40.0), "sigmoid": (-100.0, 100.0), "silu": (-100.0, 100.0)}
 _F32_1_7 = torch.tensor(1.7).item()  # float32's 1.7, which eager's float32 pow raises to
 # the rest: torch.<name>
-ULP_CALLS = {"trigamma": lambda x: torch.polygamma(1, x), "elu": F.elu, "pow 1.7": lambda x: x ** _F32_1_7,
+ULP_CALLS = {"trigamma": lambda x: torch.polygamma(1, x), "elu": F.elu, "silu": F.silu, "pow 1.7": lambda x: x ** _F32_1_7,
              **{name: getattr(torch.special, name) for name in ("i0", "i0e", "i1", "i1e")}}
 # Under the interpreter each function is computed in float64 and rounded once: within half
 # an ulp where its formula is exact math (before 2026-11-26 most were float32 formulas of
@@ -788,7 +788,7 @@ ULP_CALLS = {"trigamma": lambda x: torch.polygamma(1, x), "elu": F.elu, "pow 1.7
 # functions, 4 ulps (erfcf: 8), and at least twice eager's own.
 ULP_BOUND = {"cpu": {}, "gpu": {"erfc": 8.0}}
 ULP_DEFAULT = {"cpu": 1.0, "gpu": 4.0}
-GPU_APPROXIMATE = {"exp", "exp2", "log", "log2", "sin", "cos", "sigmoid"}
+GPU_APPROXIMATE = {"exp", "exp2", "log", "log2", "sin", "cos", "sigmoid", "silu"}
 
 
 def _ulps(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
@@ -807,7 +807,7 @@ def test_math_functions_within_their_ulp_bounds(device: str, name: str) -> None:
     (on a gpu, flushed to zero or not), NaN and infinities where float64's are, and its
     signed zeros."""
     if device != "cpu" and name in GPU_APPROXIMATE:
-        pytest.skip(f"{name} on a gpu is Triton's tl.{name} (sigmoid: of tl.exp), the approximate instruction Inductor "
+        pytest.skip(f"{name} on a gpu is Triton's tl.{name} (sigmoid and silu: of tl.exp), the approximate instruction Inductor "
                     "also emits (ex2.approx of x * log2(e), its rounding growing with |x|); test_special_values_match_eager "
                     "holds it to a tolerance")
     fn = ULP_CALLS.get(name) or getattr(torch, name)
@@ -1013,7 +1013,7 @@ def test_an_eager_call_runs_before_a_kernel_with_the_views_it_reads(device: str)
     assert xpu_lite.counters.forward_graphs == 1
     kernels = {d.kernel.split()[0] for d in reports[0].decisions if d.kernel}
     ops = {d.op.removeprefix("aten.").split(".")[0] for d in reports[0].decisions if d.kernel}
-    assert len(kernels) == 1 and ops == {"sigmoid", "mul"}, reports[0].decisions
+    assert len(kernels) == 1 and ops == {"silu", "mul"}, reports[0].decisions
 
 
 THERE_AND_BACK = {

@@ -43,6 +43,8 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
 # Triton lowering takes the op whole, where its decomposition would leave a fallback.
 _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
     aten.select_scatter.default: "lowered whole (lowering/indexing.py); its decomposition reads an arange, a fallback",
+    aten.silu.default: "lowered whole as x / (1 + exp(-x)), eager's formula, rounded once; its decomposition "
+                       "x * sigmoid(x) rounds twice",
 }
 
 
