@@ -436,14 +436,16 @@ def test_tile_shapes_follow_the_tensor(device_type: str, side: int) -> None:
 
 def test_no_tiling_where_reads_and_writes_agree(device: str) -> None:
     """x.t() * 2: eager gives the result x.t()'s strides, so reads and writes are both
-    contiguous along dim 0 and a flat kernel serves; a contiguous chain is flat too."""
-    for fn in (lambda x: x.t() * 2, lambda x: x * 2 + 1):
+    contiguous along dim 0 and a flat kernel serves; a contiguous chain is flat too. A
+    per-row value `r` of shape (n, 1) is contiguous along dim 0 but one address per row
+    of the result, no transpose (it was tiled until 2026-11-26)."""
+    for fn in (lambda x, r: x.t() * 2, lambda x, r: x * 2 + 1, lambda x, r: x * r):
         torch._dynamo.reset()
         compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
-        x = torch.randn(6, 10, device=device)
+        x, r = torch.randn(6, 10, device=device), torch.randn(6, 1, device=device)
         with capture() as reports:
-            out = compiled(x)
-        assert torch.equal(out, fn(x)) and out.stride() == fn(x).stride()
+            out = compiled(x, r)
+        assert torch.equal(out, fn(x, r)) and out.stride() == fn(x, r).stride()
         (source,) = reports[0].kernels
         assert "yindex" not in source
 

@@ -147,8 +147,8 @@ def choose_tile(space: Space, reads: list[tuple[tuple[sympy.Expr, ...], tuple[sy
     for read in reads:
         eff = _space_strides(sizes, *read)
         unit = [d for d in live if eff[d] == 1]
-        if not unit or unit[0] == live[-1]:
-            continue
+        if not unit or unit[0] == live[-1] or eff[live[-1]] == 0:
+            continue  # row-major already, or broadcast along the last dim (a per-row value): one address per row
         u = unit[0]
         after = [d for d in live if d > u]
         if all(w[after[-1]] == 1 and w[u] != 1 and _flat(w, sizes, after) for w in written):
