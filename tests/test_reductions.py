@@ -341,6 +341,48 @@ def test_scans_walk_rows_in_one_kernel_for_every_length(device: str, dim: int) -
     assert xpu_lite.counters.persistent_launches > 0 and xpu_lite.counters.looped_launches > 0
 
 
+def _glu_sum(x):
+    a, b = x.chunk(2, -1)
+    return (a * torch.sigmoid(b)).sum(-1)
+
+
+def _softmax_gate(x):
+    a, b = x.chunk(2, -1)
+    return torch.softmax(a, -1) * torch.sigmoid(b)
+
+
+def _halves(x):
+    a, b = x.chunk(2, -1)
+    return (a * b).amax(-1) + (a - b).sum(-1), torch.cumsum(a * b, -1)
+
+
+def _halves_of_dim_0(x):
+    a, b = x.chunk(2, 0)
+    return (a - b).sum(1)
+
+
+@pytest.mark.parametrize("fn", [_glu_sum, _softmax_gate, _halves, _halves_of_dim_0], ids=lambda fn: fn.__name__)
+def test_reductions_join_values_of_sizes_equal_under_the_guards(device: str, fn) -> None:
+    """A dynamic dim's halves (chunk: (n + 1) // 2 and n - (n + 1) // 2) have sizes equal
+    only under the guard their product made: a reduction of their product, a gate on a
+    softmax of one half, reductions and a scan of both are one kernel (a GLU's sum was two
+    until 2026-11-26: the product's kernel and the sum's), looped rows too. Forward and
+    backward against eager, one graph."""
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for shape in ((4, 14), (3, 6), (2, 2 * LOOPED_ROW)) if fn is not _halves_of_dim_0 else ((4, 6), (8, 3), (6, LOOPED_ROW)):
+            x = torch.randn(shape, device=device)
+            ours, eager = x.clone().requires_grad_(), x.clone().requires_grad_()
+            got, expected = _flat(compiled(ours)), _flat(fn(eager))
+            for g, e in zip(got, expected, strict=True):
+                torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+            sum(g.sum() for g in got).backward()
+            sum(e.sum() for e in expected).backward()
+            torch.testing.assert_close(ours.grad, eager.grad, rtol=1e-5, atol=1e-5)
+    assert xpu_lite.counters.forward_graphs == 1 and len(reports) == 2, reports
+    assert not reports[0].fallbacks and reports[0].counts()[2] == "1", reports[0].rows()
+
+
 def test_a_scan_fuses_with_a_reduction_of_its_row() -> None:
     """Softmax, a cumsum of it and a cumprod of their product: one kernel. Looped, the scans
     run in the softmax's last pass, their carries starting at that pass."""

@@ -346,16 +346,18 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
         return None
     if all(_is_constant(m) for m in members):
         return own  # constants load nothing: they fit any space
+    # sizes equal under the guards count as equal (a GLU's halves, (n + 1) // 2 and n - (n + 1) // 2)
+    equal = lambda a, b: provably_equal(a, b, node.meta["val"])  # noqa: E731
+    same = lambda a, b: len(a) == len(b) and all(map(equal, a, b))  # noqa: E731
     if own.rdims:  # a reduction: over the run's elements (in a shape apart by dims of 1, too), or the same reduction
-        if own == space or (not space.rdims and same_elements_shape(own.sizes, space.sizes)):
+        if not space.rdims and same_elements_shape(own.sizes, space.sizes, equal):
             return own
-        return None
-    if not space.rdims:  # the same elements in the same flat order (sizes equal under the guards too)
-        equal = lambda a, b: provably_equal(a, b, node.meta["val"])  # noqa: E731
+        return space if own.rdims == space.rdims and same(own.sizes, space.sizes) else None
+    if not space.rdims:  # the same elements in the same flat order
         return space if same_elements_shape(own.sizes, space.sizes, equal) else None
     keep, squeezed = space.row_shapes
-    if own.sizes == space.sizes:  # per element: rows it reads must broadcast back as (…, 1, …)
-        ok = member_shapes <= {space.sizes, keep}
+    if same(own.sizes, space.sizes):  # per element: rows it reads must broadcast back as (…, 1, …)
+        ok = all(shape == keep or same(shape, space.sizes) for shape in member_shapes)
     else:  # per row
         ok = own.sizes in (keep, squeezed) and member_shapes <= {keep, squeezed}
     return space if ok else None

@@ -75,7 +75,7 @@ class KernelBuilder:
             return None
         if shape == self.space.sizes:
             return space_coords(self.space)
-        if shape not in self.space.row_shapes and same_elements_shape(shape, self.space.sizes):
+        if shape not in self.space.row_shapes and same_elements_shape(shape, self.space.sizes, self.equal):
             return coords_as(space_coords(self.space), self.space.sizes, shape)
         return flat_coords(ir.XINDEX, shape)
 
