@@ -81,7 +81,7 @@ _BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: 
 
 def _same_bits(actual: torch.Tensor, expected: torch.Tensor, nan_payloads: bool = True) -> bool:
     """torch.equal is False wherever there is a NaN: compare the bit patterns (NaN payloads
-    too; on a gpu not those of float16/bfloat16 NaNs, README "Devices": a kernel's
+    too; on a gpu not those of float16/bfloat16 NaNs, docs/kernels.md "Devices": a kernel's
     conversion from float32 gives the canonical NaN, where eager's max pool keeps the
     input's)."""
     bits = _BITS.get(expected.dtype)
@@ -98,7 +98,7 @@ def _same_bits(actual: torch.Tensor, expected: torch.Tensor, nan_payloads: bool 
 def assert_eager_formula(actual, expected, ulps: int = 4) -> None:
     """A kernel that computes as eager's kernel computes: bitwise on cpu (the interpreter
     rounds as eager's cpu kernels do); on a gpu within `ulps` units in the last place,
-    README "Devices": eager's cuda kernels have formulas of their own (pool backward
+    docs/kernels.md "Devices": eager's cuda kernels have formulas of their own (pool backward
     divides per window, interpolation weights), and nvcc and Triton contract multiply-adds
     into FMAs in different places."""
     if isinstance(expected, (tuple, list)):

@@ -411,7 +411,7 @@ def test_lite_training_of_a_composite_op_with_its_own_device_kernel(rms_norm_wit
     (recomputing the composite body's VJP was 1 ulp off on an H100): _fused_rms_norm_backward
     when only the output has a gradient. When rstd has one too, torch's formula is
     infinitely_differentiable_native_rms_norm_backward, which reads sizes as ints while
-    tracing: each size recompiles (README, known limitation, upstream)."""
+    tracing: each size recompiles (docs/lite_mode.md, known limitation, upstream)."""
     def fn(x):
         out, rstd = torch.ops.aten._fused_rms_norm(x + 1, [16], None, None)
         return out * 2 + rstd if uses_rstd else out * 2

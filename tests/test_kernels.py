@@ -453,8 +453,8 @@ def test_no_tiling_where_reads_and_writes_agree(device: str) -> None:
 def test_a_returned_constant_is_written_once_inside_its_buffer(device: str) -> None:
     """A 0-dim constant fused into a kernel over n elements and also returned: one lane
     stores it at offset 0 (it was stored at xindex, n writes into a 1-element buffer).
-    (x + c) * 3, not x * 3 + c: GPU kernels contract a multiply-add into one FMA (README,
-    Devices), one rounding where eager's two kernels round twice."""
+    (x + c) * 3, not x * 3 + c: GPU kernels contract a multiply-add into one FMA
+    (docs/kernels.md, Devices), one rounding where eager's two kernels round twice."""
     def fn(x):
         c = torch.full([], 2.0, device=x.device)
         return (x + c) * 3, c
@@ -475,7 +475,7 @@ def test_tensor_literals_are_copied_by_kernels(device: str) -> None:
     copy is a fresh tensor, so a caller writing into it does not change the constant."""
     def fn(x):
         scale, row = torch.tensor(-1.5, device=x.device), torch.tensor([1.0, 2.0, 3.0], device=x.device)
-        return (x + scale) * row, row  # not x * row + scale: one FMA on a gpu (README, Devices)
+        return (x + scale) * row, row  # not x * row + scale: one FMA on a gpu (docs/kernels.md, Devices)
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:

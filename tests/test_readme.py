@@ -1,4 +1,4 @@
-"""Every Python example in README.md runs, and does what its comments say.
+"""Every Python example in README.md and docs/*.md runs, and does what its comments say.
 
 Blocks run in a fresh namespace each (the README's reader may paste any one of them);
 the two that use a user's `model` and `x` get a small one. Claims the README makes in
@@ -20,23 +20,47 @@ import xpu_lite
 
 from .conftest import xpu_lite_log
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-TEXT = README.read_text()
-# each block with the blank lines before it, so tracebacks point at README.md's own lines
-BLOCKS = ["\n" * TEXT.count("\n", 0, m.start(2)) + textwrap.dedent(m.group(2))
-          for m in re.finditer(r"( *)```python\n(.*?)\1```", TEXT, re.S)]  # a block in a list item is indented
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+TEXT = "\n".join(document.read_text() for document in DOCUMENTS)
+# each block (source -> its document) with the blank lines before it, so tracebacks point
+# at the document's own lines; a block in a list item is indented
+BLOCKS: dict[str, Path] = {}
+for _document in DOCUMENTS:
+    _text = _document.read_text()
+    for _m in re.finditer(r"( *)```python\n(.*?)\1```", _text, re.S):
+        BLOCKS["\n" * _text.count("\n", 0, _m.start(2)) + textwrap.dedent(_m.group(2))] = _document
 
 
 def block(containing: str) -> str:
     found = [b for b in BLOCKS if containing in b]
-    assert len(found) == 1, f"expected one README python block containing {containing!r}, found {len(found)}"
+    assert len(found) == 1, f"expected one python block in README.md or docs/ containing {containing!r}, found {len(found)}"
     return found[0]
 
 
 def run(source: str, **names: Any) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "readme_example", **names}
-    exec(compile(source, str(README), "exec"), namespace)
+    exec(compile(source, str(BLOCKS.get(source, README)), "exec"), namespace)
     return namespace
+
+
+def test_relative_links_point_at_files_and_headings() -> None:
+    """The README's links into docs/ and back (README#kernels, lite_mode.md, ...) lead
+    somewhere: the file exists and, where an anchor is named, it has that heading."""
+    def anchors(path: Path) -> set[str]:
+        return {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.*)$", path.read_text(), re.M)}
+
+    links = 0
+    for document in DOCUMENTS:
+        for target in re.findall(r"\]\(([^)#:]*)(?:#([^)]*))?\)", document.read_text()):
+            path = (document.parent / target[0]).resolve() if target[0] else document
+            assert path.exists(), (document.name, target)
+            if target[1]:
+                assert target[1] in anchors(path), (document.name, target)
+            links += 1
+    assert links >= 10
 
 
 def user_model() -> tuple[torch.nn.Module, torch.Tensor]:
@@ -50,7 +74,7 @@ def test_every_python_block_is_covered() -> None:
                "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
                "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()", "F.max_pool2d(x, 3, 2, 1, return_indices=True)",
                "F.adaptive_max_pool2d(x, (3, 4)"]
-    assert len(BLOCKS) == len(covered), "a README python block was added: test it here"
+    assert len(BLOCKS) == len(covered), "a python block was added to README.md or docs/: test it here"
     for marker in covered:
         block(marker)
 

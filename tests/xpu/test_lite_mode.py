@@ -62,7 +62,7 @@ def _not_decompose_training(device: str, dynamic: bool | None) -> None:
     if dynamic and has_device_kernel(torch.ops.aten._fused_rms_norm.default, device):
         # f uses rstd (z[1]), so eager's derivative formula on a device where the op has its
         # own kernel is infinitely_differentiable_native_rms_norm_backward, which reads sizes
-        # as ints while tracing: every size recompiles (README, known limitation, upstream)
+        # as ints while tracing: every size recompiles (docs/lite_mode.md, known limitation, upstream)
         assert xpu_lite.counters.forward_graphs == 3
     else:
         assert xpu_lite.counters.forward_graphs == 1
