@@ -1,6 +1,7 @@
 """PyTorch workflows users bring to torch.compile, through xpu_lite: inference_mode,
 activation checkpointing, a compiled optimizer step, custom ops, vmap, complex tensors,
-and the ways to ask for dynamic sizes (automatic, mark_dynamic). Lite mode against eager
+the ways to ask for dynamic sizes (automatic, mark_dynamic) and transformers' `generate`
+with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
 from __future__ import annotations
 
@@ -195,3 +196,29 @@ def test_mark_dynamic_compiles_once(device: str) -> None:
             torch._dynamo.mark_dynamic(x, 0)
             assert_bitwise(compiled(x), model(x))
     assert xpu_lite.counters.forward_graphs == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_greedy_generation_with_a_kv_cache(device: str, mode: str) -> None:
+    """transformers' `generate` with the model's forward compiled: a prefill graph and one
+    decode graph for every cache length (the new token's length 1 is specialized, as in
+    every backend), the same tokens as eager's, and each step's logits bitwise eager's in
+    lite mode (close in the default mode)."""
+    transformers = pytest.importorskip("transformers", reason="needs transformers (scripts/bootstrap.sh installs it)")
+    from tools.hf_models import MODELS
+
+    config, model_class, arguments, _ = MODELS["llama"]
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(getattr(transformers, config)(**arguments)).to(device).eval()
+    ids = torch.randint(1, 100, (2, 5), device=device)
+    settings = {"max_new_tokens": 6, "do_sample": False, "pad_token_id": 0, "return_dict_in_generate": True,
+                "output_scores": True}
+    with torch.no_grad():
+        expected = model.generate(ids, **settings)
+        model.forward = _compile(model.forward, mode, dynamic=True)
+        actual = model.generate(ids, **settings)
+    assert torch.equal(actual.sequences, expected.sequences)
+    assert len(actual.scores) == len(expected.scores) == 6
+    for got, want in zip(actual.scores, expected.scores, strict=True):
+        _check(mode, got, want)
+    assert xpu_lite.counters.forward_graphs == 2
