@@ -291,6 +291,45 @@ def test_views_are_index_math(device: str) -> None:
     assert rows["permute"] == "view (folded into kernel loads)" and rows["select"] == "view"
 
 
+COPIES_OF_VIEWS = {  # each op on an (n, 4, 5) input
+    "permute_copy": lambda x: torch.ops.aten.permute_copy(x, (2, 0, 1)) * 2,
+    "view_copy": lambda x: torch.ops.aten.view_copy(x, (x.shape[0] * x.shape[1], -1)) + 1,
+    "slice_copy": lambda x: torch.ops.aten.slice_copy(x, 1, 1, None, 2),
+    "select_copy": lambda x: torch.ops.aten.select_copy(x, 2, 1),
+    "narrow_copy": lambda x: torch.ops.aten.narrow_copy(x, 1, 1, 2),
+    "as_strided_copy": lambda x: torch.ops.aten.as_strided_copy(x, (2, 2), (1, 3)),
+    "detach_copy": lambda x: torch.ops.aten.detach_copy(x.transpose(0, 2)),
+    "unbind_copy": lambda x: torch.ops.aten.unbind_copy(x.transpose(0, 1), 0),
+    "split_copy": lambda x: torch.ops.aten.split_copy(x, 2, -1),
+}
+
+
+@pytest.mark.parametrize("name", COPIES_OF_VIEWS)
+def test_copies_of_views_are_index_math_and_a_copy(device: str, name: str) -> None:
+    """A view's `_copy` op, which the core table keeps whole, is its view and a contiguous
+    clone in regions: a copy kernel, bitwise eager's with eager's contiguous strides (they
+    were eager calls until 2026-11-26), one per shape. Three sizes, one graph, gradients bitwise too
+    (torch has no derivative for detach_copy; as_strided_copy's, as_strided_scatter, is
+    eager)."""
+    fn, training = COPIES_OF_VIEWS[name], name != "detach_copy"
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5, 6):
+            x = torch.randn(n, 4, 5, device=device)
+            ours, eager = x.clone().requires_grad_(training), x.clone().requires_grad_(training)
+            got, expected = compiled(ours), fn(eager)
+            got, expected = (list(v) if isinstance(v, (list, tuple)) else [v] for v in (got, expected))
+            for g, e in zip(got, expected, strict=True):
+                assert torch.equal(g, e) and g.stride() == e.stride(), (g.stride(), e.stride())
+            if training:
+                sum((g * torch.arange(g.numel(), device=device).view(g.shape)).sum() for g in got).backward()
+                sum((e * torch.arange(e.numel(), device=device).view(e.shape)).sum() for e in expected).backward()
+                assert torch.equal(ours.grad, eager.grad)
+    assert xpu_lite.counters.forward_graphs == 1 and len(reports) == 1 + training
+    shapes = {g.shape for g in got}  # a copy kernel per shape: split_copy's pieces of 2, 2 and 1 are two
+    assert not reports[0].fallbacks and reports[0].counts()[2] == str(len(shapes)), reports[0].rows()
+
+
 def _rotary_like(x, y, s):
     c = (x.cos() * s).unsqueeze(1).transpose(1, 2)  # views of a node tensorify_python_scalars replaces
     return y * c

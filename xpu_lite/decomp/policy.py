@@ -169,6 +169,26 @@ def _float32_scales(torch_decomposition: Callable[..., torch.Tensor]) -> Callabl
     return upsample
 
 
+def _copy_of_view(view: torch._ops.OpOverload) -> Callable[..., Any]:
+    """A view's `_copy` op: the view (index math in a kernel) copied to a new contiguous
+    tensor, which is what eager's `_copy` ops return whatever the input's layout."""
+    def copy(*args: Any, **kwargs: Any) -> Any:
+        result = view(*args, **kwargs)
+        if isinstance(result, torch.Tensor):
+            return result.clone(memory_format=torch.contiguous_format)
+        return [r.clone(memory_format=torch.contiguous_format) for r in result]
+
+    return copy
+
+
+# The `_copy` ops of views the core table keeps whole (torch._decomp has no decomposition
+# for some, and core-ATen consumers such as ExecuTorch take them whole).
+_COPIES_OF_VIEWS = {aten.permute_copy.default: aten.permute.default, aten.view_copy.default: aten.view.default,
+                    aten.slice_copy.Tensor: aten.slice.Tensor, aten.select_copy.int: aten.select.int,
+                    aten.narrow_copy.default: aten.narrow.default, aten.as_strided_copy.default: aten.as_strided.default,
+                    aten.detach_copy.default: aten.detach.default, aten.unbind_copy.int: aten.unbind.int,
+                    aten.split_copy.Tensor: aten.split.Tensor}
+
 _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest", False), ("_upsample_nearest_exact", True))
             for dims in (1, 2, 3)}
 
@@ -192,6 +212,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     # torch._decomp leaves upsample_linear1d.vec to its C++ body
     aten.upsample_linear1d.vec: (_float32_scales(upsample_vec_body(compat.decomposition_table[aten.upsample_linear1d.default])),
                                  "upsample_linear1d.vec with float32 scales: no float64 ops"),
+    **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
+       for op, view in _COPIES_OF_VIEWS.items()},
 }
 
 
