@@ -330,6 +330,40 @@ def test_copies_of_views_are_index_math_and_a_copy(device: str, name: str) -> No
     assert not reports[0].fallbacks and reports[0].counts()[2] == str(len(shapes)), reports[0].rows()
 
 
+REGION_DECOMPOSED = {  # (x of shape (n, 4), positions i, mask x > 0) -> result
+    "put": lambda x, i, m: torch.put(x, i, x.flatten()[: i.numel()] * 2),
+    "put accumulate": lambda x, i, m: torch.put(x, i, torch.ones(i.shape, device=x.device), accumulate=True),
+    "masked_scatter": lambda x, i, m: torch.masked_scatter(x, m, x.flatten().flip(0) * 3),
+    "dist": lambda x, i, m: torch.dist(x, x.flip(0), 3),
+    "ldexp": lambda x, i, m: torch.ldexp(x, i[: x.shape[-1]].remainder(5)),
+}
+
+
+@pytest.mark.parametrize("name", REGION_DECOMPOSED)
+def test_ops_regions_decompose_into_kernels(device: str, name: str) -> None:
+    """put (index_put of the flattened input: a scatter), masked_scatter (a cumsum of the
+    mask and a lookup of the source), dist (a vector_norm) and ldexp (x * 2 ** e) were
+    eager calls; regions decompose them (since 2026-11-26): kernels only, bitwise eager's
+    with its strides (dist within float32 rounding: another summation order), one graph
+    for three sizes, gradients close."""
+    fn = REGION_DECOMPOSED[name]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5, 6):
+            x = torch.randn(n, 4, device=device)
+            i, m = torch.randint(-4 * n, 4 * n, (7,), device=device), x > 0
+            ours, eager = x.clone().requires_grad_(), x.clone().requires_grad_()
+            got, expected = compiled(ours, i, m), fn(eager, i, m)
+            if name == "dist":
+                _close(got, expected)
+            else:
+                assert torch.equal(got, expected) and got.stride() == expected.stride()
+            got.sum().backward()
+            expected.sum().backward()
+            _close(ours.grad, eager.grad)
+    assert xpu_lite.counters.forward_graphs == 1 and not reports[0].fallbacks, reports[0].rows()
+
+
 def _rotary_like(x, y, s):
     c = (x.cos() * s).unsqueeze(1).transpose(1, 2)  # views of a node tensorify_python_scalars replaces
     return y * c

@@ -36,6 +36,8 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
     aten._native_batch_norm_legit_functional.default: "batch_norm (training): var_mean over all but the channel dim and the affine map fuse",
     aten._native_batch_norm_legit.default: "batch_norm (training, no running stats): var_mean and the affine map fuse",
     aten._native_batch_norm_legit.no_stats: "batch_norm (no running stats): var_mean and the affine map fuse",
+    aten.dist.default: "dist: the difference and its vector_norm fuse into one reduction kernel",
+    aten.ldexp.Tensor: "ldexp: x * 2 ** e, one pointwise kernel",
 }
 
 
@@ -50,6 +52,27 @@ _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
 
 def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return aten.index.Tensor(self.reshape(-1), [index])
+
+
+def _put(self: torch.Tensor, index: torch.Tensor, source: torch.Tensor, accumulate: bool = False) -> Any:
+    """put as index_put of the flattened input (Inductor's): a scatter kernel. Eager's
+    result keeps the input's strides, so an input that is not contiguous keeps the op."""
+    if not self.is_contiguous():
+        return NotImplemented
+    return aten.index_put(self.reshape(-1), [index], source.reshape(index.shape), accumulate).view(self.shape)
+
+
+def _masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> Any:
+    """masked_scatter as eager's cuda algorithm (Inductor's): the k-th set position of the
+    mask takes source's k-th element (a cumsum of the mask), read by a lookup; eager's
+    result is contiguous. An empty source (nothing to read; eager accepts it with an empty
+    mask) keeps the op."""
+    if source.numel() == 0:
+        return NotImplemented
+    self, mask = aten.broadcast_tensors([self, mask])
+    positions = (mask.reshape(-1).cumsum(0) - 1).clamp(min=0)
+    picked = aten.index.Tensor(source.reshape(-1), [positions])
+    return torch.where(mask.reshape(-1), picked, self.reshape(-1)).view(self.shape)
 
 
 def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
@@ -199,6 +222,8 @@ _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest",
 # a channels-last input (cuda's and xpu's are contiguous).
 _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
+    aten.put.default: (_put, "put as index_put of the flattened input: a scatter kernel"),
+    aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
     aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
                                                "its result (on cpu the input's memory format)"),
     **{getattr(aten, name).default: (_nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
