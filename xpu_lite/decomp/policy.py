@@ -215,11 +215,13 @@ _COPIES_OF_VIEWS = {aten.permute_copy.default: aten.permute.default, aten.view_c
 _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest", False), ("_upsample_nearest_exact", True))
             for dims in (1, 2, 3)}
 
-# Core ATen decompositions that regions replace by their own, with the reason. take's
-# `flattened[index]` makes a 0-dim index a Python int (`item()`, data-dependent: no trace,
-# in Inductor too); index.Tensor takes it as a tensor, the same call for any other index.
-# max_unpool2d's scatters into a contiguous buffer; eager's cpu result is channels-last for
-# a channels-last input (cuda's and xpu's are contiguous).
+# Decompositions of our own in regions, with the reason: in place of core ATen's, or where
+# the core table keeps an op whole (put, masked_scatter, the views' _copy ops; an entry may
+# decline a call with NotImplemented, which keeps the op). take's `flattened[index]` makes a
+# 0-dim index a Python int (`item()`, data-dependent: no trace, in Inductor too);
+# index.Tensor takes it as a tensor, the same call for any other index. max_unpool2d's
+# scatters into a contiguous buffer; eager's cpu result is channels-last for a
+# channels-last input (cuda's and xpu's are contiguous).
 _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.put.default: (_put, "put as index_put of the flattened input: a scatter kernel"),
