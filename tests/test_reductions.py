@@ -365,9 +365,9 @@ def _halves_of_dim_0(x):
 def test_reductions_join_values_of_sizes_equal_under_the_guards(device: str, fn) -> None:
     """A dynamic dim's halves (chunk: (n + 1) // 2 and n - (n + 1) // 2) have sizes equal
     only under the guard their product made: a reduction of their product, a gate on a
-    softmax of one half, reductions and a scan of both are one kernel (a GLU's sum was two
-    until 2026-11-26: the product's kernel and the sum's), looped rows too. Forward and
-    backward against eager, one graph."""
+    softmax of one half, reductions and a scan of both are one kernel, looped rows too (the
+    first two were two kernels until 2026-11-26, the product's or the gate's apart; the
+    last two were one already). Forward and backward against eager, one graph."""
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:
         for shape in ((4, 14), (3, 6), (2, 2 * LOOPED_ROW)) if fn is not _halves_of_dim_0 else ((4, 6), (8, 3), (6, LOOPED_ROW)):
