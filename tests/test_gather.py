@@ -222,6 +222,33 @@ def test_positions_computed_in_the_graph_are_computed_where_lookups_read_them(de
         raise_as_in_eager([(lambda w, i: F.embedding(i * 2 + 1, w) + 1, (w, far))])
 
 
+def test_an_index_computed_in_the_lookups_kernel_is_read_in_registers(device: str) -> None:
+    """A lookup whose index tensor has its own shape reads it at the element's own
+    coordinates: where the same pointwise kernel computes that index, or the inputs of a
+    producer computed where the lookup reads it, it is read in registers. `s` is read by the
+    positions and by the sums: before 2026-11-26 a kernel stored `s` and a second one looked
+    up; now one kernel, storing only the results (grid_sample's coordinates are such values).
+    Such a kernel stays pointwise: the sum over its result is a kernel of its own (a
+    reduction computes its elements at coordinates of its own; joining it crashed a build)."""
+    def fn(x, t, u):
+        s = x.abs() * 2
+        i = s.clamp(max=5).long()
+        g = torch.gather(t, 1, i) + s
+        return g, u[i] * s, g.sum(-1)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 6):
+            x, t, u = torch.randn(n, 4, device=device), torch.randn(n, 6, device=device), torch.randn(6, device=device)
+            got, expected = compiled(x, t, u), fn(x, t, u)
+            assert_bitwise(got[:2], expected[:2])
+            torch.testing.assert_close(got[2], expected[2])
+    assert xpu_lite.counters.fallback_nodes == 0
+    assert reports[0].counts()[2] == "2", reports[0].rows()  # the lookups' kernel and the sum's
+    lookups = reports[0].kernels[0]
+    assert lookups.count("tl.store(") == 2, lookups  # the two results: neither `s` nor `i` is stored
+
+
 def test_a_computed_scalar_position_is_stored_first(device: str) -> None:
     """nll_loss of a 0-dim target: its position is a 0-dim `where`, waiting to be computed
     inline; the gather loads it, so it is stored by a kernel of its own first."""

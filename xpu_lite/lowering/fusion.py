@@ -41,6 +41,9 @@ class _Run:
     space: Space
     members: list[torch.fx.Node]
     scatter: bool = False  # one scatter node: its own kernel, storing into its input's buffer
+    # a lookup reads an index the run computes, in registers (_loaded_roots): the run stays
+    # pointwise (a reduction computes its elements at coordinates of its own)
+    registers: bool = False
 
 
 def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group]:
@@ -99,6 +102,7 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
         if space is None and current is not None and not current.space.rdims and _is_scalar(node, current, is_view):
             space = current.space  # a 0-dim value computed inline by the run, which broadcasts it
         if space is not None:
+            current.registers = current.registers or any(root in current.members for root in _loaded_roots(node, inlined, is_view))
             current.space = space
             current.members += [*waiting, node]
             waiting.clear()
@@ -177,17 +181,31 @@ def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
             and not any(inside(v) for v in user.kwargs.values()))
 
 
-def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_view: Any) -> list[torch.fx.Node]:
+def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_view: Any,
+                  computed: frozenset[torch.fx.Node] | set[torch.fx.Node] = frozenset()) -> list[torch.fx.Node]:
     """The buffers `node`'s rule loads at positions of its own: its gathered tensors', and
-    for an inlined producer among them, its inputs' (a kernel must store them first)."""
-    roots, todo = [], list(LOWERINGS.gathered(node))
+    for an inlined producer among them, its inputs' (a kernel must store them first).
+    `computed`: the values of the pointwise run `node` would join. A lookup's index tensor
+    of its own shape is read at the element's own coordinates (LOWERINGS.indexes_in_place),
+    and so are the inputs of that shape of an inlined producer of one: where the run
+    computes them (or a 0-dim value), they are read in registers, not loaded (grid_sample's
+    coordinates, computed and looked up in one kernel)."""
+    in_place = set(LOWERINGS.indexes_in_place(node)) if computed else set()
+    roots, todo = [], [(arg, arg in in_place) for arg in LOWERINGS.gathered(node)]
     while todo:
-        arg = todo.pop()
-        if arg in inlined:
-            todo += arg.all_input_nodes
+        arg, aligned = todo.pop()
+        if aligned and arg in computed:
+            continue
+        if arg in inlined:  # a pointwise one reads its inputs of its shape at its coordinates
+            aligned = aligned and LOWERINGS.pointwise(arg)
+            todo += [(a, aligned and _tensor_shape(a) in (sizes_of(arg), ())) for a in arg.all_input_nodes]
         else:
             roots.append(view_root(arg, is_view))
     return roots
+
+
+def _tensor_shape(node: torch.fx.Node) -> tuple[sympy.Expr, ...] | None:
+    return sizes_of(node) if isinstance(node.meta.get("val"), torch.Tensor) else None
 
 
 def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float],
@@ -337,9 +355,9 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
     own = _own_space(node)
     if LOWERINGS.reads_coordinates(node) and space.rdims:
         return None  # after a reduction, nothing reads coordinates: its rows are computed per row
-    if own.rdims and not all(_takes_as_prologue(node, m) for m in members if LOWERINGS.reads_coordinates(m)):
+    if own.rdims and (run.registers or not all(_takes_as_prologue(node, m) for m in members if LOWERINGS.reads_coordinates(m))):
         return None
-    if any(root in members for root in _loaded_roots(node, inlined, is_view)):
+    if any(root in members for root in _loaded_roots(node, inlined, is_view, set() if space.rdims else members)):
         return None  # it loads its inputs at positions of its own: from memory
     member_shapes = _member_shapes(run, node, is_view)
     if member_shapes is None:

@@ -65,6 +65,8 @@ class KernelBuilder:
         # that read it (see _recompute), innermost last
         self.placed_at: list[tuple[tuple[sympy.Expr, ...], int | None]] = []
         self.reader: torch.fx.Node | None = None  # the node whose rule is running (see apply)
+        self.computed: dict[torch.fx.Node, Any] = {}  # the group's members' values so far (build_group)
+        self.in_registers: set[torch.fx.Node] = set()  # members gathered in registers (see gather)
 
     def coords(self, shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...] | None:
         """Coordinates of the current element in a value of `shape`: the space's own (per
@@ -134,8 +136,9 @@ class KernelBuilder:
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """Load `node`'s element at `coords` (one per dim of node) in the lanes where bool
         value `mask` is true (None: every lane); a view reads its root buffer. A producer
-        fusion inlined is computed there instead, from its inputs loaded there. Inside a
-        placing op computed so, only the lanes that read it load."""
+        fusion inlined is computed there instead, from its inputs loaded there, and a value
+        the kernel computes, read at the element's own coordinates, is taken from registers
+        (_in_registers). Inside a placing op computed so, only the lanes that read it load."""
         if self.placed_at and (outer := self.placed_at[-1][1]) is not None:
             mask = outer if mask is None else self.all_of([mask, outer], node)
             self.placed_at.append((self.placed_at[-1][0], None))  # what it reads in turn is under `mask` already
@@ -143,8 +146,10 @@ class KernelBuilder:
                 return self.gather(node, coords, mask)
             finally:
                 self.placed_at.pop()
-        if node in self.inlined:  # a half value as the reader reads it: rounded where it promotes (cat)
+        value = self._in_registers(node, coords)
+        if value is None and node in self.inlined:
             value = self._recompute(node, coords, mask)
+        if value is not None:  # a half value as the reader reads it: rounded where it promotes (cat)
             value = _leaving_its_dtype(self, value, node, self.reader) if self.reader is not None else value
             if mask is None:
                 return value
@@ -152,6 +157,18 @@ class KernelBuilder:
             return self.compute("where", (mask, value, zero), node, self.dtype(value))  # as a masked load reads 0
         index = sum((c * st for c, st in zip(coords, strides_of(node.meta["val"]))), sympy.Integer(0))
         return self._load(node, view_root(node, self.is_view), index, mask)
+
+    def _in_registers(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...]) -> int | None:
+        """A value this pointwise kernel computes (a member of its group, built before the
+        reader), gathered at the element's own coordinates or 0-dim: the value itself, where
+        fusion let a lookup read its index tensor so (fusion._loaded_roots); else None."""
+        if node not in self.computed or self.space.rdims or self.placed_at:
+            return None
+        shape = sizes_of(node)
+        if shape and tuple(coords) != flat_coords(ir.XINDEX, shape):
+            return None
+        self.in_registers.add(node)
+        return self.computed[node]
 
     def _recompute(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """A pointwise producer's element at `coords`: its rule on its inputs' elements there
@@ -354,7 +371,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
     fake = next((n.meta["val"] for n in members if isinstance(n.meta["val"], torch.Tensor)), None)
     builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name, inlined,
                             lambda a, b: provably_equal(a, b, fake))
-    value_of: dict[torch.fx.Node, Any] = {}
+    value_of: dict[torch.fx.Node, Any] = builder.computed
     for node in members:
         if node.target is operator.getitem:  # one result of a multi-output reduction
             value_of[node] = value_of[node.args[0]][node.args[1]]
@@ -366,7 +383,8 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
             if position in unread:
                 operands.append(arg)  # the rule reads nothing of it
             elif position in gathers:
-                if any(view_root(a, is_view) in member_set for a in LOWERINGS.gathered(node) if a in _nodes(arg)):
+                in_place = [a for a in LOWERINGS.indexes_in_place(node) if a in member_set] if not space.rdims else []
+                if any(view_root(a, is_view) in member_set for a in LOWERINGS.gathered(node) if a in _nodes(arg) and a not in in_place):
                     raise ir.IRError(f"{name}: {node.name} loads a value computed in the same kernel (fusion must store it)")
                 operands.append(arg)  # the rule loads it at positions it computes
             elif isinstance(arg, torch.fx.Node):
@@ -381,8 +399,10 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = builder.apply(node, operands)
     for node in builder.recomputed:
-        if any(view_root(a, is_view) in member_set for a in node.all_input_nodes):
+        if any(view_root(a, is_view) in member_set for a in node.all_input_nodes if a not in builder.in_registers):
             raise ir.IRError(f"{name}: {node.name}, computed where it is gathered, reads a value computed in the same kernel")
+    if builder.in_registers:  # what only this kernel's inlined producers read needs no store
+        stored = [n for n in stored if _read_outside(n, member_set | _only_here(builder.recomputed, member_set), is_view)]
     outputs, stores = [], []
     for i, node in enumerate(stored):
         val = node.meta["val"]
@@ -416,6 +436,16 @@ def _read_outside(node: torch.fx.Node, members: set[torch.fx.Node], is_view: Any
     """Whether something outside the group reads `node`, directly or through views (views
     only members read, a squeeze or a transpose there and back, read its value in registers)."""
     return any(user not in members and (not is_view(user) or _read_outside(user, members, is_view)) for user in node.users)
+
+
+def _only_here(recomputed: dict[torch.fx.Node, None], members: set[torch.fx.Node]) -> set[torch.fx.Node]:
+    """The inlined producers this kernel computed that nothing else reads: their readers are
+    members, or such producers in turn (another kernel computing one would load its inputs)."""
+    here: set[torch.fx.Node] = set()
+    for node in reversed(list(recomputed)):  # readers were recomputed after what they read
+        if all(user in members or user in here for user in node.users):
+            here.add(node)
+    return here
 
 
 def _nodes(arg: Any) -> list[Any]:

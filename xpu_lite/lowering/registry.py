@@ -15,6 +15,8 @@ from typing import Any
 
 import torch.fx
 
+from .._torch_compat import sym_expr
+
 Checker = Callable[[torch.fx.Node], str | None]
 
 
@@ -50,6 +52,10 @@ class Lowering:
     # flip, repeat, slice/select/diagonal_scatter): computed at other coordinates as cheaply as
     # at its own, so an inlined producer may be one (fusion.inlined_producers)
     places: bool = False
+    # a lookup (gather.py): an index tensor of the node's own shape is read at the element's
+    # own coordinates, so a pointwise kernel that computes it reads it in registers
+    # (fusion._loaded_roots, KernelBuilder.gather)
+    index_in_place: bool = False
 
 
 class LoweringRegistry:
@@ -69,12 +75,14 @@ class LoweringRegistry:
         space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None,
         inlines: bool | tuple[int, ...] = False,
         places: bool = False,
+        index_in_place: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(rule: Callable[..., Any]) -> Callable[..., Any]:
             for op in ops:
                 assert op not in self._table, f"duplicate lowering for {op}"
                 self._table[op] = Lowering(checker or (lambda node: None), rule, reduces, gathers,
-                                           coordinates or bool(gathers), unread, scatter, space, inlines, places)
+                                           coordinates or bool(gathers), unread, scatter, space, inlines, places,
+                                           index_in_place)
             return rule
 
         return wrap
@@ -129,6 +137,17 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         return entry is not None and entry.places
 
+    def indexes_in_place(self, node: torch.fx.Node) -> list[torch.fx.Node]:
+        """A lookup's index tensors that have its own shape: read at the element's own
+        coordinates (see Lowering.index_in_place); [] for other nodes."""
+        entry = self._table.get(node.target)
+        if entry is None or not entry.index_in_place:
+            return []
+        shape = _shape(node)
+        return [a for i in self.inlined_args(node) if i < len(node.args)
+                for a in (node.args[i] if isinstance(node.args[i], (list, tuple)) else [node.args[i]])
+                if isinstance(a, torch.fx.Node) and _shape(a) == shape]
+
     def pointwise(self, node: torch.fx.Node) -> bool:
         """Whether node's rule computes each element from its inputs' elements at the same
         coordinates alone (broadcast): no reduction, scatter, gather or coordinate of its own."""
@@ -158,6 +177,12 @@ class LoweringRegistry:
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+def _shape(node: torch.fx.Node) -> tuple[Any, ...] | None:
+    """The node's sizes as sympy expressions (a SymInt compared with == would guard)."""
+    val = node.meta.get("val")
+    return tuple(sym_expr(s) for s in val.shape) if isinstance(val, torch.Tensor) else None
 
 
 LOWERINGS = LoweringRegistry()
