@@ -73,7 +73,7 @@ def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
                "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
                "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()", "F.max_pool2d(x, 3, 2, 1, return_indices=True)",
-               "F.adaptive_max_pool2d(x, (3, 4)"]
+               "F.adaptive_max_pool2d(x, (3, 4)", 'F.grid_sample(x, grid, mode="bilinear"']
     assert len(BLOCKS) == len(covered), "a python block was added to README.md or docs/: test it here"
     for marker in covered:
         block(marker)
@@ -140,6 +140,11 @@ def test_adaptive_pooling_example() -> None:
     run(block("F.adaptive_max_pool2d(x, (3, 4)"))  # its asserts: bitwise eager, one graph, no eager call
     assert xpu_lite.counters.fallback_nodes == 0
     assert xpu_lite.counters.kernels_compiled == 2  # one per pool, the relu in the avg's
+
+
+def test_grid_sample_example() -> None:
+    run(block('F.grid_sample(x, grid, mode="bilinear"'))  # its asserts: close to eager, one kernel, no eager call
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1
 
 
 def test_lookups_example(capsys: pytest.CaptureFixture[str]) -> None:

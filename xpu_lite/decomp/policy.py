@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
+from . import grid_sample
 
 aten = torch.ops.aten
 
@@ -226,6 +227,10 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.put.default: (_put, "put as index_put of the flattened input: a scatter kernel"),
     aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
+    aten.grid_sampler_2d.default: (grid_sample.grid_sampler_2d, "grid_sampler_2d as lookups of the input with eager's "
+                                                                "float32 arithmetic of sizes (decomp/grid_sample.py)"),
+    aten.cudnn_grid_sampler.default: (grid_sample.cudnn_grid_sampler, "cuDNN's grid sampler (cuda, align_corners) as "
+                                                                      "grid_sampler_2d's lookups: the same graph on every device"),
     aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
                                                "its result (on cpu the input's memory format)"),
     **{getattr(aten, name).default: (_nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
