@@ -1,7 +1,7 @@
 """grid_sample in regions (decomp/grid_sample.py): the coordinates, the positions, the
-lookups of the four (bilinear), one (nearest) or sixteen (bicubic) pixels and their
-weighted sum are one kernel for every input size, with eager's float32 arithmetic of the
-sizes (no float64 op); the backward stays eager's `grid_sampler_2d_backward`."""
+lookups of the four (bilinear; eight in 3-D), one (nearest) or sixteen (bicubic) pixels
+and their weighted sum are one kernel for every input size, with eager's float32 arithmetic of the
+sizes (no float64 op); the backward stays eager's `grid_sampler_2d_backward` (3-D's)."""
 from __future__ import annotations
 
 import itertools
@@ -13,6 +13,7 @@ import torch.nn.functional as F
 import xpu_lite
 from xpu_lite.report import capture
 
+from .conftest import assert_bitwise
 from .test_kernels import LOW_PRECISION_TOL, _close, _closer_than_eager
 
 MODES = ["bilinear", "nearest", "bicubic"]
@@ -52,6 +53,34 @@ def test_one_kernel_for_all_sizes(device: str, mode: str, padding: str, align_co
         for n, h, w, out_h, out_w in ((4, 5, 6, 7, 8), (5, 7, 4, 6, 9), (6, 4, 9, 5, 7)):  # see SIZES
             x, grid = torch.randn(n, 3, h, w, device=device), _grid(n, out_h, out_w, device)
             _close(compiled(x, grid, mode, padding, align_corners), _sample(x, grid, mode, padding, align_corners))
+    assert xpu_lite.counters.forward_graphs == 1
+    assert not reports[0].fallbacks, reports[0].rows()
+    assert len(reports[0].kernels) == 1, reports[0].rows()
+
+
+CASES_3D = [(m, p, (i + j) % 2 == 1) for (i, m), (j, p) in itertools.product(enumerate(MODES[:2]), enumerate(PADDINGS))]
+
+
+@pytest.mark.parametrize("mode,padding,align_corners", CASES_3D, ids=[f"{m}-{p}-{'ac' if a else 'noac'}" for m, p, a in CASES_3D])
+def test_volumes_one_kernel_for_all_sizes(device: str, mode: str, padding: str, align_corners: bool) -> None:
+    """grid_sampler_3d (5-D input, bilinear = trilinear over 8 pixels, or nearest): one graph
+    for two sizes, one kernel, no eager call. On cpu bitwise eager's, non-finite
+    coordinates included: eager's 3-D cpu kernel is scalar code with the formulas the
+    decomposition follows (its std::min clips a NaN to size - 1, the GPU's fmin to 0)."""
+    compiled = torch.compile(_sample, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n, d, h, w, out_d, out_h, out_w in ((4, 5, 6, 7, 8, 9, 10), (5, 6, 7, 4, 9, 8, 10)):  # see SIZES
+            x = torch.randn(n, 3, d, h, w, device=device)
+            grid = torch.rand(n, out_d, out_h, out_w, 3, device=device) * 3.4 - 1.7
+            special = [(float("nan"), 0.2, 0.1), (float("inf"), 0.1, 0.0), (0.3, -float("inf"), 0.2), (1e6, -0.5, 0.3),
+                       (-1.0, 1.0, float("nan"))]
+            for k, v in enumerate(special):
+                grid[0, 0, 0, k] = torch.tensor(v)
+            got, expected = compiled(x, grid, mode, padding, align_corners), _sample(x, grid, mode, padding, align_corners)
+            if device == "cpu":
+                assert_bitwise(got, expected, nan_payloads=False)
+            else:
+                _close(got, expected)
     assert xpu_lite.counters.forward_graphs == 1
     assert not reports[0].fallbacks, reports[0].rows()
     assert len(reports[0].kernels) == 1, reports[0].rows()

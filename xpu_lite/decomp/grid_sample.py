@@ -1,23 +1,27 @@
-"""grid_sampler_2d in regions: gathers of the input, with eager's float32 arithmetic.
+"""grid_sampler_2d/3d in regions: gathers of the input, with eager's float32 arithmetic.
 
-torch._decomp's decomposition computes the scales of unnormalize and reflect from the
-sizes as Python floats; with symbolic sizes those are float64 tensor ops in the graph
-(eager calls, and Intel Arc has no float64). Here a size enters as an integer operand of a
-float32 op, in eager's formulas (GridSampler.h / GridSampler.cuh):
+torch._decomp's decomposition (2-D only) computes the scales of unnormalize and reflect
+from the sizes as Python floats; with symbolic sizes those are float64 tensor ops in the
+graph (eager calls, and Intel Arc has no float64). Here a size enters as an integer
+operand of a float32 op, in eager's formulas (GridSampler.h / GridSampler.cuh):
 
     align_corners:     ((coord + 1) / 2) * (size - 1)
     not align_corners: ((coord + 1) * size - 1) / 2
 
 reflection as reflect_coordinates (fmod by the span, the parity of the flips counted in
-float), border and reflection clipped with NaN at 0 (the GPU kernels' fmax/fmin). Bounds
+float), border and reflection clipped as the device's eager clips a NaN (_clip). Bounds
 are checked on the float coordinates before they become positions. A pixel outside the
-image: eager's GPU kernels skip it (a NaN or infinite coordinate gives 0 with zeros
-padding), eager's cpu kernel multiplies the masked pixel by its weight (NaN there); each
-device gets its eager's. Half inputs compute in float32 and round once (opmath). The
-backward stays eager's grid_sampler_2d_backward.
+image: eager's GPU kernels and its scalar cpu 3-D kernel skip it (a NaN or infinite
+coordinate gives 0 with zeros padding), its vectorized cpu 2-D kernel multiplies the
+masked pixel by its weight (NaN there); each device gets its eager's. Half inputs compute
+in float32 and round once (opmath). The backward stays eager's grid_sampler_*_backward.
 """
 from __future__ import annotations
 
+import functools
+import itertools
+import math
+import operator
 from typing import Any
 
 import torch
@@ -47,17 +51,18 @@ def _reflect(coord: torch.Tensor, size: Any, align_corners: bool) -> torch.Tenso
     return torch.where(even, extra + low, (-extra + span) + low)
 
 
-def _clip(coord: torch.Tensor, size: Any) -> torch.Tensor:
-    """Between 0 and size - 1, a NaN at 0: eager's clip_coordinates, min(size - 1, max(x, 0))
-    with the GPU's fmax/fmin (and the cpu kernels' vector max/min), which drop a NaN."""
-    return coord.nan_to_num(0.0).clamp(0, size - 1)
+def _clip(coord: torch.Tensor, size: Any, nan_high: bool) -> torch.Tensor:
+    """Between 0 and size - 1: eager's clip_coordinates, min(size - 1, max(x, 0)). A NaN goes
+    to 0 with the GPU's fmax/fmin and the cpu 2-D kernel's vector max/min, to size - 1
+    with std::max/std::min (`nan_high`: the cpu 3-D kernel)."""
+    return coord.nan_to_num(float("inf") if nan_high else 0.0).clamp(0, size - 1)
 
 
-def _pad(coord: torch.Tensor, size: Any, padding_mode: int, align_corners: bool) -> torch.Tensor:
+def _pad(coord: torch.Tensor, size: Any, padding_mode: int, align_corners: bool, nan_high: bool = False) -> torch.Tensor:
     if padding_mode == _BORDER:
-        return _clip(coord, size)
+        return _clip(coord, size, nan_high)
     if padding_mode == _REFLECTION:
-        return _clip(_reflect(coord, size, align_corners), size)
+        return _clip(_reflect(coord, size, align_corners), size, nan_high)
     return coord
 
 
@@ -74,60 +79,84 @@ def _cubic_coefficients(t: torch.Tensor) -> list[torch.Tensor]:
 
 def grid_sampler_2d(input: torch.Tensor, grid: torch.Tensor, interpolation_mode: int = 0, padding_mode: int = 0,
                     align_corners: bool = False) -> Any:
-    """aten.grid_sampler_2d as lookups of the input (see the module doc). Anything eager
-    would reject (another mode, a grid whose last dim is not 2, a dtype other than float32,
-    float16 and bfloat16) declines with NotImplemented: the op stays whole, and eager
-    raises its own error."""
-    if (interpolation_mode not in (_BILINEAR, _NEAREST, _BICUBIC) or padding_mode not in (_ZEROS, _BORDER, _REFLECTION)
-            or input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2 or input.dtype != grid.dtype
+    """aten.grid_sampler_2d as gathers of the input (see the module doc)."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 2)
+
+
+def grid_sampler_3d(input: torch.Tensor, grid: torch.Tensor, interpolation_mode: int = 0, padding_mode: int = 0,
+                    align_corners: bool = False) -> Any:
+    """aten.grid_sampler_3d likewise: bilinear is trilinear (8 pixels), no bicubic (eager
+    has none)."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 3)
+
+
+def _grid_sampler(input: torch.Tensor, grid: torch.Tensor, interpolation_mode: int, padding_mode: int,
+                  align_corners: bool, dims: int) -> Any:
+    """Anything eager would reject (another mode, a grid whose last dim is not `dims`, a
+    dtype other than float32, float16 and bfloat16) declines with NotImplemented: the op
+    stays whole, and eager raises its own error."""
+    modes = (_BILINEAR, _NEAREST, _BICUBIC) if dims == 2 else (_BILINEAR, _NEAREST)
+    if (interpolation_mode not in modes or padding_mode not in (_ZEROS, _BORDER, _REFLECTION)
+            or input.dim() != dims + 2 or grid.dim() != dims + 2 or grid.shape[-1] != dims or input.dtype != grid.dtype
             or input.dtype not in (torch.float32, torch.float16, torch.bfloat16)):
         return NotImplemented
-    n, c, height, width = input.shape
-    _, out_h, out_w, _ = grid.shape
-    # Each output element reads input[b, ch, y, x] as a gather of the flattened image at
-    # y * width + x. The grid is expanded over the channels, as torch._decomp's
-    # _expand_grid does: every op below has the result's shape (n, c, out_h * out_w), so
-    # the coordinates, the positions and the lookups are one kernel (a lookup reads an
-    # index computed in its own kernel, fusion._loaded_roots).
-    pixels = input.reshape(n, c, height * width)
+    n, c, *spatial = input.shape
+    out_shape = list(grid.shape[1:-1])
+    length = math.prod(out_shape)
+    # Each output element reads input[b, ch, (z,) y, x] as a gather of the flattened image
+    # at ((z * height) + y) * width + x. The grid is expanded over the channels, as
+    # torch._decomp's _expand_grid does: every op below has the result's shape (n, c,
+    # length), so the coordinates, the positions and the lookups are one kernel (a lookup
+    # reads an index computed in its own kernel, fusion._loaded_roots).
+    pixels = input.reshape(n, c, math.prod(spatial))
+    grid = grid.float().reshape(n, 1, length, dims).expand(n, c, length, dims)
+    sizes = spatial[::-1]  # the grid's order: x (width), y (height)(, z (depth))
     on_cpu = input.device.type == "cpu"
-    grid = grid.float().reshape(n, 1, out_h * out_w, 2).expand(n, c, out_h * out_w, 2)
+    nan_high = on_cpu and dims == 3  # eager's scalar cpu kernel clips with std::min/std::max
 
-    def term(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
-        """weight * input[b, ch, y, x] where (x, y) is inside the image, else 0; x and y
-        hold whole numbers (or NaN/inf)."""
-        inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
-        position = torch.where(inside, y, 0).to(torch.int64) * width + torch.where(inside, x, 0).to(torch.int64)
+    def term(points: list[torch.Tensor], weight: torch.Tensor | None) -> torch.Tensor:
+        """weight * input at `points` (x, y(, z): whole numbers, or NaN/inf) where inside
+        the image, else 0."""
+        inside = functools.reduce(operator.and_, [(p >= 0) & (p < size) for p, size in zip(points, sizes)])
+        position, stride = None, 1
+        for p, size in zip(points, sizes):
+            offset = torch.where(inside, p, 0).to(torch.int64) * stride
+            position, stride = offset if position is None else position + offset, stride * size
         value = pixels.gather(2, position).float()
         if weight is None:
             return torch.where(inside, value, 0)
-        if on_cpu:  # eager's cpu kernel multiplies a masked value by the weight: NaN where it is (a non-finite coordinate)
+        if on_cpu and dims == 2:  # eager's vectorized cpu kernel multiplies a masked value by the weight: NaN where it is
             return torch.where(inside, value, 0) * weight
-        return torch.where(inside, value * weight, 0)  # eager's gpu kernels skip the term
+        return torch.where(inside, value * weight, 0)  # the other kernels skip the pixel
 
-    gx, gy = grid[..., 0], grid[..., 1]
+    coords = [grid[..., d] for d in range(dims)]
     if interpolation_mode == _BICUBIC:  # padding applies to each of the 16 positions
-        x, y = _unnormalize(gx, width, align_corners), _unnormalize(gy, height, align_corners)
+        (x, y), (width, height) = [_unnormalize(g, size, align_corners) for g, size in zip(coords, sizes)], sizes
         x0, y0 = x.floor(), y.floor()
         wx = _cubic_coefficients(x - x0)
         wy = _cubic_coefficients(y - y0)
         rows = []
         for i in range(4):
             py = _pad(y0 + (i - 1), height, padding_mode, align_corners)
-            row = [term(_pad(x0 + (j - 1), width, padding_mode, align_corners), py, None) for j in range(4)]
+            row = [term([_pad(x0 + (j - 1), width, padding_mode, align_corners), py], None) for j in range(4)]
             rows.append(_weighted_sum(row, wx))
         out = _weighted_sum(rows, wy)
     else:
-        x = _pad(_unnormalize(gx, width, align_corners), width, padding_mode, align_corners)
-        y = _pad(_unnormalize(gy, height, align_corners), height, padding_mode, align_corners)
+        points = [_pad(_unnormalize(g, size, align_corners), size, padding_mode, align_corners, nan_high)
+                  for g, size in zip(coords, sizes)]
         if interpolation_mode == _NEAREST:
-            out = term(x.round(), y.round(), None)  # round half to even, eager's nearbyint
-        else:
-            x0, y0 = x.floor(), y.floor()
-            x1, y1 = x0 + 1, y0 + 1
-            out = (term(x0, y0, (x1 - x) * (y1 - y)) + term(x1, y0, (x - x0) * (y1 - y))
-                   + term(x0, y1, (x1 - x) * (y - y0)) + term(x1, y1, (x - x0) * (y - y0)))
-    return out.to(input.dtype).view(n, c, out_h, out_w)
+            out = term([p.round() for p in points], None)  # round half to even, eager's nearbyint
+        else:  # eager's corners: z, then y, then x, x fastest; weights multiplied x first
+            lows = [p.floor() for p in points]
+            terms = []
+            for corner in itertools.product((0, 1), repeat=dims):
+                sides = corner[::-1]  # per grid dim, x first
+                at = [low + 1 if side else low for low, side in zip(lows, sides)]
+                weight = functools.reduce(operator.mul, [(p - low) if side else (low + 1 - p)
+                                                         for p, low, side in zip(points, lows, sides)])
+                terms.append(term(at, weight))
+            out = functools.reduce(operator.add, terms)
+    return out.to(input.dtype).view(n, c, *out_shape)
 
 
 def _weighted_sum(values: list[torch.Tensor], weights: list[torch.Tensor]) -> torch.Tensor:

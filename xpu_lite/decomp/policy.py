@@ -229,6 +229,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
     aten.grid_sampler_2d.default: (grid_sample.grid_sampler_2d, "grid_sampler_2d as lookups of the input with eager's "
                                                                 "float32 arithmetic of sizes (decomp/grid_sample.py)"),
+    aten.grid_sampler_3d.default: (grid_sample.grid_sampler_3d, "grid_sampler_3d as lookups of the input with eager's "
+                                                                "float32 arithmetic of sizes (decomp/grid_sample.py)"),
     aten.cudnn_grid_sampler.default: (grid_sample.cudnn_grid_sampler, "cuDNN's grid sampler (cuda, align_corners) as "
                                                                       "grid_sampler_2d's lookups: the same graph on every device"),
     aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
