@@ -9,7 +9,8 @@ operand of a float32 op, in eager's formulas (GridSampler.h / GridSampler.cuh):
     not align_corners: ((coord + 1) * size - 1) / 2
 
 reflection as reflect_coordinates (fmod by the span, the parity of the flips counted in
-float), border and reflection clipped as the device's eager clips a NaN (_clip). Bounds
+float), border and reflection clipped as the device's eager clips a NaN (_clip: cuda and
+the cpu 2-D kernel to 0, xpu and the cpu 3-D kernel to size - 1). Bounds
 are checked on the float coordinates before they become positions. A pixel outside the
 image: eager's GPU kernels and its scalar cpu 3-D kernel skip it (a NaN or infinite
 coordinate gives 0 with zeros padding), its vectorized cpu 2-D kernel multiplies the
@@ -53,8 +54,8 @@ def _reflect(coord: torch.Tensor, size: Any, align_corners: bool) -> torch.Tenso
 
 def _clip(coord: torch.Tensor, size: Any, nan_high: bool) -> torch.Tensor:
     """Between 0 and size - 1: eager's clip_coordinates, min(size - 1, max(x, 0)). A NaN goes
-    to 0 with the GPU's fmax/fmin and the cpu 2-D kernel's vector max/min, to size - 1
-    with std::max/std::min (`nan_high`: the cpu 3-D kernel)."""
+    to 0 with cuda's fmax/fmin and the cpu 2-D kernel's vector max/min, to size - 1 with
+    std::max/std::min (`nan_high`: the cpu 3-D kernel, xpu's kernels)."""
     return coord.nan_to_num(float("inf") if nan_high else 0.0).clamp(0, size - 1)
 
 
@@ -112,7 +113,10 @@ def _grid_sampler(input: torch.Tensor, grid: torch.Tensor, interpolation_mode: i
     grid = grid.float().reshape(n, 1, length, dims).expand(n, c, length, dims)
     sizes = spatial[::-1]  # the grid's order: x (width), y (height)(, z (depth))
     on_cpu = input.device.type == "cpu"
-    nan_high = on_cpu and dims == 3  # eager's scalar cpu kernel clips with std::min/std::max
+    # clip_coordinates with std::min/std::max (a NaN to size - 1): eager's scalar cpu 3-D
+    # kernel, and xpu's kernels (torch-xpu-ops calls ATen's GridSampler.h); cuda's own
+    # ::min/::max and the cpu 2-D kernel's vector min/max take a NaN to 0
+    nan_high = input.device.type == "xpu" or (on_cpu and dims == 3)
 
     def term(points: list[torch.Tensor], weight: torch.Tensor | None) -> torch.Tensor:
         """weight * input at `points` (x, y(, z): whole numbers, or NaN/inf) where inside
