@@ -122,10 +122,11 @@ def _grid_sampler(input: torch.Tensor, grid: torch.Tensor, interpolation_mode: i
         """weight * input at `points` (x, y(, z): whole numbers, or NaN/inf) where inside
         the image, else 0."""
         inside = functools.reduce(operator.and_, [(p >= 0) & (p < size) for p, size in zip(points, sizes)])
-        position, stride = None, 1
+        position, stride = None, None  # x's stride is 1, y's width(, z's height * width)
         for p, size in zip(points, sizes):
-            offset = torch.where(inside, p, 0).to(torch.int64) * stride
-            position, stride = offset if position is None else position + offset, stride * size
+            offset = torch.where(inside, p, 0).to(torch.int64)
+            position = offset if position is None else position + offset * stride
+            stride = size if stride is None else stride * size
         value = pixels.gather(2, position).float()
         if weight is None:
             return torch.where(inside, value, 0)
