@@ -725,6 +725,31 @@ def test_integer_fmod_and_remainder_by_a_literal_or_a_size(device: str, dtype: t
         assert any(what in why for why in reasons), (what, reasons)
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_integer_floor_and_trunc_division_by_a_literal_or_a_size(device: str, dtype: torch.dtype) -> None:
+    """`x // 4`, div(rounding_mode="floor"/"trunc") of integers: C's truncating `//`, floored
+    where the remainder's sign differs from the divisor's, at the dtype's extremes (were
+    eager calls: "a int64 result"); by a literal other than 0 and -1 or a size, as % is."""
+    info = torch.iinfo(dtype)
+
+    def fn(x):
+        return (torch.div(x, 7, rounding_mode="floor"), torch.div(x, -3, rounding_mode="trunc"), x // 4, x // -5,
+                torch.div(x, x.shape[0], rounding_mode="floor"), torch.div(x * 3, 2, rounding_mode="trunc"))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for rows in (3, 6):
+        x = torch.randint(info.min, info.max, (rows, 5), dtype=dtype, device=device)
+        x[0] = torch.tensor([info.min, info.max, 0, -7, 13], dtype=dtype)
+        x[1] = torch.tensor([-1, 1, -4, 4, -6], dtype=dtype)
+        assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+    report = xpu_lite.explain(lambda x, y: (torch.div(x, -1, rounding_mode="floor"), x // y), x, x.abs() + 1)
+    reasons = [row[4] for row in report.rows() if row[3] == "fallback"]
+    for what in ("an integer div by -1", "an integer div by a tensor"):
+        assert any(what in why for why in reasons), (what, reasons)
+
+
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 1e-30, -1e-30, 1e30, -1e30, 3.4e38,
             float("inf"), float("-inf"), float("nan"), 0.1, 7.0, -88.0, 89.0, 1e-7, -20.0]
 SPECIAL_VALUE_OPS = {

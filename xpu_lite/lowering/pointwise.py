@@ -243,20 +243,24 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (value,), node, cdt)
 
 
+_DIV_MODES = (aten.div.Tensor_mode, aten.div.Scalar_mode)
+
+
 def _check_mod(node: torch.fx.Node) -> str | None:
-    """fmod / remainder: floats; integers only by an int literal other than 0 (integer
-    division by zero raises in eager, a kernel cannot) and -1 (INT_MIN % -1 overflows), or
-    by a size at least 1."""
+    """fmod / remainder, and div with rounding_mode trunc or floor: floats; integers only by
+    an int literal other than 0 (integer division by zero raises in eager, a kernel cannot)
+    and -1 (INT_MIN % -1 and INT_MIN // -1 overflow), or by a size at least 1."""
     val = node.meta.get("val")
+    kwargs = {"rounding_mode": ("trunc", "floor", None)} if node.target in _DIV_MODES else None
     if not isinstance(val, torch.Tensor) or val.dtype not in INTS:
-        return checker(FLOATS, ALL)(node)
+        return checker(FLOATS, ALL, kwargs)(node)
     divisor = node.args[1]
     if not (type(divisor) is int and divisor not in (0, -1) or _positive_size(divisor, val)):
         what = repr(divisor) if not isinstance(divisor, torch.fx.Node) else "a tensor" if isinstance(
             divisor.meta.get("val"), torch.Tensor) else "a size that may be 0"
         return (f"an integer {node.target.__name__.split('.')[0]} by {what}: integers only by an int literal other "
                 "than 0 (eager raises on a zero divisor, a kernel cannot) and -1, or a size provably at least 1")
-    return checker(INTS, INTS)(node)
+    return checker(INTS, INTS, kwargs)(node)
 
 
 def _positive_size(divisor: Any, fake: torch.Tensor) -> bool:
@@ -290,9 +294,14 @@ def _add_sub(op: str) -> Rule:
 
 
 def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+    """Integers (by a literal other than 0 and -1, or a size: _check_mod): C's truncating `//`
+    on both targets (the interpreter emulates it), floored where the remainder's sign differs
+    from the divisor's, in the "_int" entries of the math table."""
     mode = node.kwargs.get("rounding_mode")
     cdt = _out_cdt(node)
     a, d = _arg(b, x, cdt, node), _arg(b, y, cdt, node)
+    if cdt in INTS:
+        return b.compute("div_floor_int" if mode == "floor" else "div_trunc_int", (a, d), node, cdt)
     if mode == "floor":
         return _floor_divide(b, node, a, d, cdt)
     return b.compute("div_trunc" if mode == "trunc" else "truediv", (a, d), node, cdt)
@@ -413,7 +422,7 @@ _reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}),
 _reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
 _reg((aten.mul.Tensor, aten.mul.Scalar), checker(ALL, ALL), _or_on_bools("mul", "logical_and"))
 _reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, ALL), _elementwise("truediv", 2))
-_reg((aten.div.Tensor_mode, aten.div.Scalar_mode), checker(FLOATS, ALL, {"rounding_mode": ("trunc", "floor", None)}), _div_mode)
+_reg(_DIV_MODES, _check_mod, _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
 _reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_mod, _mod("remainder"))
