@@ -249,6 +249,34 @@ def test_an_index_computed_in_the_lookups_kernel_is_read_in_registers(device: st
     assert lookups.count("tl.store(") == 2, lookups  # the two results: neither `s` nor `i` is stored
 
 
+def test_bucketize_is_one_kernel_for_every_input_size(device: str) -> None:
+    """bucketize in regions: torch._decomp's binary search, each step a lookup of the
+    boundaries at positions the same kernel computes (read in registers), one kernel;
+    bitwise eager's with NaN, ties and both sides, int32 or int64. The boundaries' length
+    is specialized (the search's step count): one graph for every input size per length.
+    A 0-dim input is searched as one element; empty boundaries give eager's int64 zeros
+    (torch's decomposition would give them the input's dtype)."""
+    def fn(a, b, right):
+        return torch.bucketize(a, b, right=right) * 2, torch.bucketize(a, b, out_int32=True, right=right)
+
+    for right in (False, True):
+        torch._dynamo.reset()
+        xpu_lite.reset_counters()
+        compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+        with capture() as reports:
+            for n in (5, 9, 6):
+                a, b = torch.randn(n, 3, device=device), torch.randn(7, device=device).sort().values
+                b[2] = b[1]  # a repeated boundary
+                a[0] = torch.tensor([float("nan"), b[1], b[-1]])
+                assert_bitwise(compiled(a, b, right), fn(a, b, right))
+        assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+        assert reports[0].counts()[2] == "1", reports[0].rows()
+    for a, b in ((torch.tensor(0.3), torch.linspace(-1, 1, 5)), (torch.randn(4, 3), torch.empty(0))):
+        torch._dynamo.reset()
+        got = torch.compile(lambda a, b: torch.bucketize(a, b), backend="xpu_lite", dynamic=True)(a.to(device), b.to(device))
+        assert_bitwise(got, torch.bucketize(a.to(device), b.to(device)))
+
+
 def test_a_computed_scalar_position_is_stored_first(device: str) -> None:
     """nll_loss of a 0-dim target: its position is a 0-dim `where`, waiting to be computed
     inline; the gather loads it, so it is stored by a kernel of its own first."""
