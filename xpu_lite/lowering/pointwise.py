@@ -246,7 +246,7 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
 _DIV_MODES = (aten.div.Tensor_mode, aten.div.Scalar_mode)
 
 
-def _check_mod(node: torch.fx.Node) -> str | None:
+def _check_division(node: torch.fx.Node) -> str | None:
     """fmod / remainder, and div with rounding_mode trunc or floor: floats; integers only by
     an int literal other than 0 (integer division by zero raises in eager, a kernel cannot)
     and -1 (INT_MIN % -1 and INT_MIN // -1 overflow), or by a size at least 1."""
@@ -294,7 +294,7 @@ def _add_sub(op: str) -> Rule:
 
 
 def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
-    """Integers (by a literal other than 0 and -1, or a size: _check_mod): C's truncating `//`
+    """Integers (by a literal other than 0 and -1, or a size: _check_division): C's truncating `//`
     on both targets (the interpreter emulates it), floored where the remainder's sign differs
     from the divisor's, in the "_int" entries of the math table."""
     mode = node.kwargs.get("rounding_mode")
@@ -422,11 +422,11 @@ _reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}),
 _reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
 _reg((aten.mul.Tensor, aten.mul.Scalar), checker(ALL, ALL), _or_on_bools("mul", "logical_and"))
 _reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, ALL), _elementwise("truediv", 2))
-_reg(_DIV_MODES, _check_mod, _div_mode)
+_reg(_DIV_MODES, _check_division, _div_mode)
 _reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
-_reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_mod, _mod("remainder"))
-_reg((aten.fmod.Tensor, aten.fmod.Scalar), _check_mod, _mod("fmod"))
+_reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_division, _mod("remainder"))
+_reg((aten.fmod.Tensor, aten.fmod.Scalar), _check_division, _mod("fmod"))
 _reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker((torch.bool,), ALL), _compare(_op))

@@ -144,9 +144,7 @@ class LoweringRegistry:
         if entry is None or not entry.index_in_place:
             return []
         shape = _shape(node)
-        return [a for i in self.inlined_args(node) if i < len(node.args)
-                for a in (node.args[i] if isinstance(node.args[i], (list, tuple)) else [node.args[i]])
-                if isinstance(a, torch.fx.Node) and _shape(a) == shape]
+        return [a for a in _tensors_at(node, self.inlined_args(node)) if _shape(a) == shape]
 
     def pointwise(self, node: torch.fx.Node) -> bool:
         """Whether node's rule computes each element from its inputs' elements at the same
@@ -157,11 +155,7 @@ class LoweringRegistry:
 
     def gathered(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """The tensors node's rule loads itself (a list argument's each)."""
-        found: list[torch.fx.Node] = []
-        for i in self.gathers(node):
-            arg = node.args[i] if i < len(node.args) else None
-            found += [a for a in (arg if isinstance(arg, (list, tuple)) else [arg]) if isinstance(a, torch.fx.Node)]
-        return found
+        return _tensors_at(node, self.gathers(node))
 
     def rejection(self, node: torch.fx.Node) -> str | None:
         """None where a rule lowers the node, else why not."""
@@ -177,6 +171,15 @@ class LoweringRegistry:
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+def _tensors_at(node: torch.fx.Node, positions: tuple[int, ...]) -> list[torch.fx.Node]:
+    """The nodes among node's arguments at `positions` (a list argument's each)."""
+    found: list[torch.fx.Node] = []
+    for i in positions:
+        arg = node.args[i] if i < len(node.args) else None
+        found += [a for a in (arg if isinstance(arg, (list, tuple)) else [arg]) if isinstance(a, torch.fx.Node)]
+    return found
 
 
 def _shape(node: torch.fx.Node) -> tuple[Any, ...] | None:
