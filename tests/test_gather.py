@@ -250,12 +250,12 @@ def test_an_index_computed_in_the_lookups_kernel_is_read_in_registers(device: st
 
 
 def test_bucketize_is_one_kernel_for_every_input_size(device: str) -> None:
-    """bucketize in regions: torch._decomp's binary search, each step a lookup of the
-    boundaries at positions the same kernel computes (read in registers), one kernel;
-    bitwise eager's with NaN, ties and both sides, int32 or int64. The boundaries' length
-    is specialized (the search's step count): one graph for every input size per length.
-    A 0-dim input is searched as one element; empty boundaries give eager's int64 zeros
-    (torch's decomposition would give them the input's dtype)."""
+    """bucketize in regions: eager's binary search, each step a lookup of the boundaries
+    at positions the same kernel computes (read in registers), one kernel; bitwise eager's
+    with NaN, ties and both sides, int32 or int64. A 0-dim input is searched as one
+    element, compared in the boundaries' float16 as eager compares it (a 0-dim input does
+    not widen them); empty boundaries give eager's int64 zeros (torch's decomposition
+    would give them the input's dtype)."""
     def fn(a, b, right):
         return torch.bucketize(a, b, right=right) * 2, torch.bucketize(a, b, out_int32=True, right=right)
 
@@ -271,10 +271,52 @@ def test_bucketize_is_one_kernel_for_every_input_size(device: str) -> None:
                 assert_bitwise(compiled(a, b, right), fn(a, b, right))
         assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
         assert reports[0].counts()[2] == "1", reports[0].rows()
-    for a, b in ((torch.tensor(0.3), torch.linspace(-1, 1, 5)), (torch.randn(4, 3), torch.empty(0))):
+    nearly_a_tenth = torch.tensor(0.09998)  # above float16's 0.1 (0.09998), which it rounds to
+    for a, b in ((torch.tensor(0.3), torch.linspace(-1, 1, 5)), (torch.randn(4, 3), torch.empty(0)),
+                 (nearly_a_tenth, torch.tensor([0.1, 0.2], dtype=torch.float16))):
         torch._dynamo.reset()
         got = torch.compile(lambda a, b: torch.bucketize(a, b), backend="xpu_lite", dynamic=True)(a.to(device), b.to(device))
         assert_bitwise(got, torch.bucketize(a.to(device), b.to(device)))
+
+
+def test_searchsorted_is_one_kernel_per_bit_length_of_the_boundaries(device: str) -> None:
+    """searchsorted in regions, as bucketize: rows of N-D boundaries gathered through a
+    sorter (eager reads `sorted_sequence[sorter[mid]]` within the row), side="right",
+    int32 results, a 1-D sequence searched for N-D values, int boundaries compared with
+    float values, a Python number (the Scalar overload): one kernel, bitwise eager's with
+    NaN and ties. The search takes as many steps as the boundaries' length has bits, and
+    the graph guards on that bit length only: lengths 4 to 7 share a graph, 9 gets its own
+    (a 3-step search of 9 would miss the last positions)."""
+    def fn(s, v, order, ints):
+        return (torch.searchsorted(s, v, sorter=order), torch.searchsorted(s.gather(-1, order), v, side="right", out_int32=True),
+                torch.searchsorted(ints, v[0]), torch.searchsorted(ints, 1.5), torch.searchsorted(s[0, 0], v, right=True))
+
+    def inputs(n):
+        s = torch.randn(2, 3, n, device=device)
+        s[0, 1, 1] = float("nan")
+        s[1, 0, 2] = s[1, 0, 0]  # a tie
+        order = s.argsort(-1)
+        v = torch.randn(2, 3, 4, device=device) * 2
+        v[0, 0, 0], v[1, 0, 1] = float("nan"), s[1, 0, 0]
+        ints = torch.arange(n, device=device) - n // 2
+        return s, v, order, ints
+
+    torch._dynamo.reset()
+    xpu_lite.reset_counters()
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7, 4):
+            args = inputs(n)
+            assert_bitwise(compiled(*args), fn(*args))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    assert reports[0].counts()[2] == "6", reports[0].rows()  # the gather of sorted rows, then one kernel per search
+    args = inputs(9)
+    args[1][1, 2, 3] = args[0][1, 2].max() + 1  # past every boundary: found only by a fourth step
+    assert_bitwise(compiled(*args), fn(*args))
+    assert xpu_lite.counters.forward_graphs == 2
+    # float64, which kernels do not compare, keeps the op whole: one eager call, not a search of them
+    report = xpu_lite.explain(lambda s, v: torch.searchsorted(s, v), args[0].double(), args[1].double())
+    assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.searchsorted.Tensor", DecisionKind.FALLBACK)]
 
 
 def test_a_computed_scalar_position_is_stored_first(device: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from . import grid_sample
+from . import grid_sample, search
 
 aten = torch.ops.aten
 
@@ -74,21 +74,6 @@ def _masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor
     positions = (mask.reshape(-1).cumsum(0) - 1).clamp(min=0)
     picked = aten.index.Tensor(source.reshape(-1), [positions])
     return torch.where(mask.reshape(-1), picked, self.reshape(-1)).view(self.shape)
-
-
-def _bucketize(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32: bool = False, right: bool = False) -> Any:
-    """torch._decomp's binary search, its steps lookups of the boundaries in one kernel (it
-    computes its number of steps from the boundaries' length, which it specializes: one
-    graph per length, for every input size). For empty boundaries it returns zeros in the
-    input's dtype where eager's are int64 (int32): eager's zeros here. A 0-dim input is
-    searched as one element: its `boundaries[mid]` would make the 0-dim position a Python
-    int (item(), data-dependent: no trace)."""
-    if boundaries.dim() == 1 and boundaries.shape[0] == 0:
-        return torch.zeros(self.shape, dtype=torch.int32 if out_int32 else torch.int64, device=self.device)
-    search = compat.decomposition_table[aten.bucketize.Tensor]
-    if self.dim() == 0:
-        return search(self.reshape(1), boundaries, out_int32=out_int32, right=right).reshape(())
-    return search(self, boundaries, out_int32=out_int32, right=right)
 
 
 def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
@@ -242,8 +227,12 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.put.default: (_put, "put as index_put of the flattened input: a scatter kernel"),
     aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
-    aten.bucketize.Tensor: (_bucketize, "bucketize as torch._decomp's binary search: its steps are lookups of the "
-                                        "boundaries in one kernel"),
+    aten.bucketize.Tensor: (search.bucketize, "bucketize as eager's binary search, its steps lookups of the "
+                                              "boundaries in one kernel (decomp/search.py)"),
+    aten.searchsorted.Tensor: (search.searchsorted, "searchsorted as eager's binary search, its steps lookups of "
+                                                    "each row in one kernel (decomp/search.py)"),
+    aten.searchsorted.Scalar: (search.searchsorted, "searchsorted of a number as eager's binary search in one "
+                                                    "kernel (decomp/search.py)"),
     aten.grid_sampler_2d.default: (grid_sample.grid_sampler_2d, "grid_sampler_2d as lookups of the input with eager's "
                                                                 "float32 arithmetic of sizes (decomp/grid_sample.py)"),
     aten.grid_sampler_3d.default: (grid_sample.grid_sampler_3d, "grid_sampler_3d as lookups of the input with eager's "
