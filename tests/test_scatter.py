@@ -38,10 +38,11 @@ def _kernel_ops(reports) -> set[str]:
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
 @pytest.mark.parametrize("name", list(OPINFOS))
 def test_opinfo_samples_are_bitwise_eager(device: str, name: str, dtype: torch.dtype, where: str) -> None:
-    # a GPU's atomic adds run in any order: float sums are compared within tolerance there
+    # a GPU's atomic adds run in any order: float sums are compared within tolerance there;
+    # on cpu bfloat16 adds are float32 atomics, as eager's cpu kernel adds (test_half_scatter_add...)
     exact = device == "cpu" or not dtype.is_floating_point or name != "scatter_add"
     rows = opinfo_decisions(name, OPINFOS[name], device, dtype, where, exact)
-    if name == "scatter_add" and dtype not in ATOMIC_DTYPES:
+    if name == "scatter_add" and dtype not in ATOMIC_DTYPES and not (device == "cpu" and dtype == torch.bfloat16):
         assert rows and all("tl.atomic_add takes" in d.why() for d in rows), [d.why() for d in rows]
     else:
         assert any(d.kind is DecisionKind.KERNEL for d in rows), f"no sample of {name} was lowered to a kernel"
@@ -184,6 +185,60 @@ def test_max_unpool_is_a_scatter_kernel_laid_out_as_in_eager(device: str) -> Non
                 assert_bitwise(actual, expected)
                 assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
     assert "aten.index_put.default" in _kernel_ops(reports) and not any(r.fallbacks for r in reports)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_half_scatter_add_adds_as_the_devices_eager(device: str, dtype: torch.dtype) -> None:
+    """Eager's cpu scatter_add of float16/bfloat16 adds in float32 and rounds once; with
+    50 values added to each of 3 rows, rounding every add (what a float16 atomic add
+    does, and what this lowering did before 2026-11-26) moves the last bits. On cpu: float32
+    atomic adds and a cast, bitwise eager's, bfloat16 included (its atomic add does not
+    exist: before, an eager call). A GPU's eager adds in the dtype with atomics, in any
+    order: the op as is, within tolerance (bfloat16 stays eager there)."""
+    def fn(x, index, src):
+        return x.scatter_add(0, index, src) * 2
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (4, 6):
+        x, src = torch.randn(3, n, device=device, dtype=dtype), torch.randn(50, n, device=device, dtype=dtype)
+        index = torch.randint(0, 3, (50, n), device=device)
+        actual, expected = compiled(x, index, src), fn(x, index, src)
+        if device == "cpu":
+            assert_bitwise(actual, expected)
+        else:
+            torch.testing.assert_close(actual, expected, atol=0.1, rtol=0.02)
+    if device == "cpu":
+        assert xpu_lite.counters.fallback_nodes == 0
+
+
+def test_scatter_reduce_sum_and_mean_are_scatter_kernels(device: str) -> None:
+    """Regions decompose scatter_reduce's sum and mean as ATen computes them: without
+    include_self the positions scattered to are zeroed first (a scatter), then the values
+    are added (scatter_add), and mean divides by the count of values added (one more with
+    include_self, 1 where none was). Kernels only, one graph for every size, bitwise
+    eager's on cpu (a GPU's atomic adds run in any order: within tolerance there). amax
+    keeps the op."""
+    def fn(x, index, src, ints):
+        return (x.scatter_reduce(0, index, src, "sum"), x.scatter_reduce(1, index.t(), src.t(), "sum", include_self=False),
+                x.scatter_reduce(0, index, src, "mean"), x.scatter_reduce(0, index, src, "mean", include_self=False),
+                ints.scatter_reduce(0, index, ints[:1].expand_as(index), "sum", include_self=False))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for dtype in (torch.float32, torch.float16):
+        torch._dynamo.reset()
+        xpu_lite.reset_counters()
+        for n in (5, 8, 6):
+            index = torch.randint(0, n - 2, (n + 3, n), device=device)  # repeats; rows n - 2 and n - 1 never reached
+            x, src = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n + 3, n, device=device, dtype=dtype)
+            args = (x, index, src, torch.randint(-9, 9, (n + 3, n), device=device))
+            actual, expected = compiled(*args), fn(*args)
+            if device == "cpu":
+                assert_bitwise(actual, expected)
+            else:  # float16 sums of three values, rounded at each add in two orders: an ulp or two
+                torch.testing.assert_close(actual, expected, **({"atol": 1e-2, "rtol": 1e-2} if dtype == torch.float16 else {}))
+        assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    report = xpu_lite.explain(lambda x, index, src: x.scatter_reduce(0, index, src, "amax"), *args[:3])
+    assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.scatter_reduce.two", DecisionKind.FALLBACK)]
 
 
 def test_what_is_not_lowered_says_why() -> None:

@@ -76,6 +76,33 @@ def _masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor
     return torch.where(mask.reshape(-1), picked, self.reshape(-1)).view(self.shape)
 
 
+def _scatter_add(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
+    """Eager's cpu scatter_add of float16 and bfloat16 adds in float32 and rounds once (its
+    result is `self.float().scatter_add(dim, index, src.float())` rounded): so here, float32
+    atomic adds and a cast. Its GPU kernels add in the dtype itself (atomics): the op as is."""
+    if self.device.type != "cpu" or self.dtype not in (torch.float16, torch.bfloat16):
+        return NotImplemented
+    return self.float().scatter_add(dim, index, src.float()).to(self.dtype)
+
+
+def _scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
+                    include_self: bool = True) -> Any:
+    """scatter_reduce's sum and mean as ATen's scatter_reduce_two computes them on every
+    device: without include_self the positions scattered to are set to 0 first, then the
+    values are added (scatter_add: atomic adds, in index order under the interpreter);
+    mean divides by the number of values added (one more with include_self, 1 where none
+    was), floor division for integers. prod, amax and amin keep the op (kernels have no
+    atomic multiply, maximum or minimum)."""
+    if reduce not in ("sum", "mean"):
+        return NotImplemented
+    total = (self if include_self else self.scatter(dim, index, 0)).scatter_add(dim, index, src)
+    if reduce == "sum":
+        return total
+    count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).scatter_add(dim, index, torch.ones_like(src))
+    count = count.masked_fill(count == 0, 1)
+    return total / count if self.is_floating_point() else total.div(count, rounding_mode="floor")
+
+
 def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
     out = compat.decomposition_table[aten.max_unpool2d.default](self, indices, output_size)
     if self.device.type != "cpu":  # cuda's and xpu's kernels fill a contiguous output
@@ -227,6 +254,10 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.put.default: (_put, "put as index_put of the flattened input: a scatter kernel"),
     aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
+    aten.scatter_add.default: (_scatter_add, "scatter_add of float16/bfloat16 on cpu added in float32 and rounded once, "
+                                             "as eager's cpu kernel adds"),
+    aten.scatter_reduce.two: (_scatter_reduce, "scatter_reduce's sum and mean as ATen computes them: scatter and "
+                                               "scatter_add kernels (prod, amax, amin keep the op)"),
     aten.bucketize.Tensor: (search.bucketize, "bucketize as eager's binary search, its steps lookups of the "
                                               "boundaries in one kernel (decomp/search.py)"),
     aten.searchsorted.Tensor: (search.searchsorted, "searchsorted as eager's binary search, its steps lookups of "
