@@ -277,6 +277,14 @@ def test_bucketize_is_one_kernel_for_every_input_size(device: str) -> None:
         torch._dynamo.reset()
         got = torch.compile(lambda a, b: torch.bucketize(a, b), backend="xpu_lite", dynamic=True)(a.to(device), b.to(device))
         assert_bitwise(got, torch.bucketize(a.to(device), b.to(device)))
+    b = torch.tensor([-1.0, 0, 2, 5, 7.5], device=device)
+    for number in (0, 7.5, -2.5, 100):  # the Scalar overload
+        torch._dynamo.reset()
+        got = torch.compile(lambda b: torch.bucketize(number, b, right=True), backend="xpu_lite")(b)
+        assert_bitwise(got, torch.bucketize(number, b, right=True))
+    rows = torch.randn(2, 5, device=device).sort().values  # bucketize takes 1-D boundaries only (searchsorted: rows)
+    with pytest.raises(RuntimeError, match="boundaries tensor must be 1 dimension"):
+        torch.compile(lambda a, b: torch.bucketize(a, b), backend="xpu_lite")(torch.randn(2, 3, device=device), rows)
 
 
 def test_searchsorted_is_one_kernel_per_bit_length_of_the_boundaries(device: str) -> None:

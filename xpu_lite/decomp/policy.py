@@ -260,6 +260,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                                "scatter_add kernels (prod, amax, amin keep the op)"),
     aten.bucketize.Tensor: (search.bucketize, "bucketize as eager's binary search, its steps lookups of the "
                                               "boundaries in one kernel (decomp/search.py)"),
+    aten.bucketize.Scalar: (search.bucketize, "bucketize of a number as eager's binary search in one kernel "
+                                              "(decomp/search.py)"),
     aten.searchsorted.Tensor: (search.searchsorted, "searchsorted as eager's binary search, its steps lookups of "
                                                     "each row in one kernel (decomp/search.py)"),
     aten.searchsorted.Scalar: (search.searchsorted, "searchsorted of a number as eager's binary search in one "

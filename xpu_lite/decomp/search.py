@@ -59,9 +59,11 @@ def _common(boundaries: torch.Tensor, values: Any) -> torch.dtype | None:
     return dtype if dtype in _SEARCHED else None
 
 
-def bucketize(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32: bool = False, right: bool = False) -> Any:
-    """bucketize as the search of `boundaries` (1-D); a dtype kernels do not compare
-    declines (NotImplemented keeps the op)."""
+def bucketize(self: Any, boundaries: torch.Tensor, *, out_int32: bool = False, right: bool = False) -> Any:
+    """bucketize (also its Scalar overload) as the search of `boundaries`, which must be
+    1-D (others decline: eager's check raises, where searchsorted would search rows)."""
+    if boundaries.dim() != 1:
+        return NotImplemented
     return searchsorted(boundaries, self, out_int32=out_int32, right=right)
 
 
