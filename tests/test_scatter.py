@@ -237,8 +237,13 @@ def test_scatter_reduce_sum_and_mean_are_scatter_kernels(device: str) -> None:
             else:  # float16 sums of three values, rounded at each add in two orders: an ulp or two
                 torch.testing.assert_close(actual, expected, **({"atol": 1e-2, "rtol": 1e-2} if dtype == torch.float16 else {}))
         assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
-    report = xpu_lite.explain(lambda x, index, src: x.scatter_reduce(0, index, src, "amax"), *args[:3])
-    assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.scatter_reduce.two", DecisionKind.FALLBACK)]
+    for reduce, dtype in (("amax", torch.float32), ("mean", torch.float64)):  # no atomic max; float64 not computed
+        x, src = args[0].to(dtype), args[2].to(dtype)
+        report = xpu_lite.explain(lambda x, index, src: x.scatter_reduce(0, index, src, reduce), x, args[1], src)
+        assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.scatter_reduce.two", DecisionKind.FALLBACK)]
+    flags = torch.ones_like(args[1], dtype=torch.bool)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):  # eager's error, not a mean of bools
+        torch.compile(lambda f, i: f.scatter_reduce(0, i, f, "mean"), backend="xpu_lite")(flags, args[1])
 
 
 def test_what_is_not_lowered_says_why() -> None:

@@ -92,8 +92,9 @@ def _scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torc
     values are added (scatter_add: atomic adds, in index order under the interpreter);
     mean divides by the number of values added (one more with include_self, 1 where none
     was), floor division for integers. prod, amax and amin keep the op (kernels have no
-    atomic multiply, maximum or minimum)."""
-    if reduce not in ("sum", "mean"):
+    atomic multiply, maximum or minimum), and so do dtypes kernels do not compute (eager's
+    own error for a bool mean)."""
+    if reduce not in ("sum", "mean") or self.dtype not in search.KERNEL_DTYPES:
         return NotImplemented
     total = (self if include_self else self.scatter(dim, index, 0)).scatter_add(dim, index, src)
     if reduce == "sum":

@@ -24,9 +24,10 @@ from .. import _torch_compat as compat
 
 aten = torch.ops.aten
 
-# The dtypes kernels compare (lowering/pointwise.py NUMERIC): others keep the op whole,
-# one eager call rather than a search of eager calls (or eager's error for bool, complex).
-_SEARCHED = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
+# The dtypes kernels compute (lowering/pointwise.py NUMERIC; decomp cannot import lowering,
+# which imports decomp). Others keep the op whole: one eager call rather than a search of
+# eager calls (or eager's error for bool, complex). policy.py's scatter_reduce uses it too.
+KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
 
 
 def _steps(length: Any) -> int:
@@ -56,7 +57,7 @@ def _search(values: torch.Tensor, look_up: Callable[[torch.Tensor], torch.Tensor
 
 def _common(boundaries: torch.Tensor, values: Any) -> torch.dtype | None:
     dtype = torch.result_type(boundaries, values)
-    return dtype if dtype in _SEARCHED else None
+    return dtype if dtype in KERNEL_DTYPES else None
 
 
 def bucketize(self: Any, boundaries: torch.Tensor, *, out_int32: bool = False, right: bool = False) -> Any:
