@@ -259,14 +259,11 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                              "as eager's cpu kernel adds"),
     aten.scatter_reduce.two: (_scatter_reduce, "scatter_reduce's sum and mean as ATen computes them: scatter and "
                                                "scatter_add kernels (prod, amax, amin keep the op)"),
-    aten.bucketize.Tensor: (search.bucketize, "bucketize as eager's binary search, its steps lookups of the "
-                                              "boundaries in one kernel (decomp/search.py)"),
-    aten.bucketize.Scalar: (search.bucketize, "bucketize of a number as eager's binary search in one kernel "
-                                              "(decomp/search.py)"),
-    aten.searchsorted.Tensor: (search.searchsorted, "searchsorted as eager's binary search, its steps lookups of "
-                                                    "each row in one kernel (decomp/search.py)"),
-    aten.searchsorted.Scalar: (search.searchsorted, "searchsorted of a number as eager's binary search in one "
-                                                    "kernel (decomp/search.py)"),
+    **{op: (decomposition, f"{op} as eager's binary search, its steps lookups of the boundaries in one kernel "
+                           "(decomp/search.py)")
+       for op, decomposition in ((aten.bucketize.Tensor, search.bucketize), (aten.bucketize.Scalar, search.bucketize),
+                                 (aten.searchsorted.Tensor, search.searchsorted),
+                                 (aten.searchsorted.Scalar, search.searchsorted))},
     aten.grid_sampler_2d.default: (grid_sample.grid_sampler_2d, "grid_sampler_2d as lookups of the input with eager's "
                                                                 "float32 arithmetic of sizes (decomp/grid_sample.py)"),
     aten.grid_sampler_3d.default: (grid_sample.grid_sampler_3d, "grid_sampler_3d as lookups of the input with eager's "
