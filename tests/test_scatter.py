@@ -211,6 +211,61 @@ def test_half_scatter_add_adds_as_the_devices_eager(device: str, dtype: torch.dt
         assert xpu_lite.counters.fallback_nodes == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_index_add_adds_as_the_devices_eager(device: str, dtype: torch.dtype) -> None:
+    """index_add, 60 rows added into 3, with eager's arithmetic: alpha multiplied in the
+    dtype (torch's decomposition multiplies by a Python float); on cpu float16/bfloat16
+    without alpha added in float32 and rounded once, with alpha in the dtype; float32
+    with alpha is eager's axpy (one rounding), which an atomic add cannot be: the op is
+    kept there. Bitwise eager's on cpu (before 2026-11-26 all but float32 without alpha
+    were off in the last bits); a GPU's atomics add in any order: within tolerance."""
+    kept = []
+    for alpha in (1, 0.3):
+        for dim in (0, 1):
+            torch._dynamo.reset()
+            xpu_lite.reset_counters()
+            x = torch.randn(3, 5, device=device, dtype=dtype).movedim(0, dim)
+            source = torch.randn(60, 5, device=device, dtype=dtype).movedim(0, dim)
+            index = torch.randint(0, 3, (60,), device=device)
+
+            def fn(x, index, source):
+                return x.index_add(dim, index, source, alpha=alpha) * 2
+
+            actual, expected = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, index, source), fn(x, index, source)
+            if device == "cpu":
+                assert_bitwise(actual, expected)
+            else:
+                torch.testing.assert_close(actual, expected, atol=0.1, rtol=0.02)
+            kept.append(xpu_lite.counters.fallback_nodes)
+    if device == "cpu":  # bfloat16 with alpha: index_put's bfloat16 adds (no atomic) are eager
+        assert kept == [0, 0, 1, 1] if dtype != torch.float16 else [0, 0, 0, 0], kept
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_half_gradients_of_lookups_add_as_the_devices_eager(device: str, dtype: torch.dtype) -> None:
+    """Gradients of 60 lookups of 3 rows, float16/bfloat16. Eager's cpu embedding backward
+    adds rows in the dtype (torch's decomposition adds in float32: the last bits differed
+    before 2026-11-26), with scale_grad_by_freq `grad * (1 / count)` rows (the op is kept);
+    index_select's (index_add) adds in float32. Bitwise eager's on cpu; a GPU adds in any
+    order (within tolerance)."""
+    lookups = {"embedding": lambda w, i: F.embedding(i, w, padding_idx=1),
+               "embedding scaled": lambda w, i: F.embedding(i, w, scale_grad_by_freq=True),
+               "index_select": lambda w, i: w.index_select(0, i)}
+    weight, index, grad = (torch.randn(3, 4, device=device, dtype=dtype), torch.randint(0, 3, (60,), device=device),
+                           torch.randn(60, 4, device=device, dtype=dtype))
+    for name, fn in lookups.items():
+        torch._dynamo.reset()
+        grads = []
+        for f in (torch.compile(fn, backend="xpu_lite", dynamic=True), fn):
+            w = weight.clone().requires_grad_()
+            f(w, index).backward(grad)
+            grads.append(w.grad)
+        if device == "cpu":
+            assert_bitwise(*grads)
+        else:
+            torch.testing.assert_close(*grads, atol=0.1, rtol=0.02, msg=name)
+
+
 def test_scatter_reduce_sum_and_mean_are_scatter_kernels(device: str) -> None:
     """Regions decompose scatter_reduce's sum and mean as ATen computes them: without
     include_self the positions scattered to are zeroed first (a scatter), then the values

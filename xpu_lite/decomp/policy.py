@@ -85,6 +85,40 @@ def _scatter_add(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
     return self.float().scatter_add(dim, index, src.float()).to(self.dtype)
 
 
+def _index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha: Any = 1) -> Any:
+    """torch._decomp's index_add (index_put with accumulate) with eager's arithmetic: eager's
+    kernels multiply by alpha in the dtype (`source * alpha` rounded, alpha itself rounded
+    to a float16/bfloat16 first), where the decomposition's product has a Python float.
+    Eager's cpu kernel adds float16/bfloat16 without alpha in float32 and rounds once (with
+    alpha it adds in the dtype, as index_put does), and float32 with alpha as an axpy (the
+    product fused into the add, one rounding), which an atomic add cannot: that keeps the op."""
+    on_cpu = self.device.type == "cpu"
+    if alpha == 1 and on_cpu and self.dtype in (torch.float16, torch.bfloat16):
+        return self.float().index_add(dim, index, source.float()).to(self.dtype)
+    if alpha != 1 and on_cpu and self.dtype == torch.float32:
+        return NotImplemented
+    if alpha != 1 and self.dtype.is_floating_point:
+        source, alpha = source * torch.scalar_tensor(alpha, dtype=self.dtype, device=self.device), 1
+    return compat.decomposition_table[aten.index_add.default](self, dim, index, source, alpha=alpha)
+
+
+def _embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int, padding_idx: int,
+                              scale_grad_by_freq: bool) -> Any:
+    """torch._decomp's embedding backward adds float16/bfloat16 gradients in float32 (as
+    eager's cuda kernel does); eager's cpu kernel adds each row in the dtype, in index
+    order: on cpu those are index_put's adds in the dtype. With scale_grad_by_freq eager's
+    cpu kernel adds `grad * (1 / count)` rows (add_ with alpha): that keeps the op."""
+    torch_decomposition = compat.decomposition_table[aten.embedding_dense_backward.default]
+    if grad_output.device.type != "cpu" or grad_output.dtype not in (torch.float16, torch.bfloat16):
+        return torch_decomposition(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
+    if scale_grad_by_freq:
+        return NotImplemented
+    kept = (indices >= 0) & (indices < num_weights) & (indices != padding_idx)
+    kept = kept.reshape(*kept.shape, *[1] * (grad_output.dim() - indices.dim()))
+    grad_weight = grad_output.new_zeros((num_weights, *grad_output.shape[indices.dim():]))
+    return aten._unsafe_masked_index_put_accumulate(grad_weight, kept, [indices], grad_output)
+
+
 def _scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
                     include_self: bool = True) -> Any:
     """scatter_reduce's sum and mean as ATen's scatter_reduce_two computes them on every
@@ -257,6 +291,11 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
     aten.scatter_add.default: (_scatter_add, "scatter_add of float16/bfloat16 on cpu added in float32 and rounded once, "
                                              "as eager's cpu kernel adds"),
+    aten.index_add.default: (_index_add, "index_add as index_put with accumulate, multiplied by alpha in the dtype; "
+                                         "float16/bfloat16 on cpu without alpha added in float32, as eager's cpu kernel adds"),
+    aten.embedding_dense_backward.default: (_embedding_dense_backward, "embedding's backward as index_put with "
+                                                                       "accumulate, float16/bfloat16 on cpu added in the "
+                                                                       "dtype, as eager's cpu kernel adds"),
     aten.scatter_reduce.two: (_scatter_reduce, "scatter_reduce's sum and mean as ATen computes them: scatter and "
                                                "scatter_add kernels (prod, amax, amin keep the op)"),
     **{op: (decomposition, f"{op} as eager's binary search, its steps lookups of the boundaries in one kernel "
