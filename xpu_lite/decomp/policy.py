@@ -76,11 +76,16 @@ def _masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor
     return torch.where(mask.reshape(-1), picked, self.reshape(-1)).view(self.shape)
 
 
+def _half_on_cpu(t: torch.Tensor) -> bool:
+    """Where eager's cpu kernels and torch's decompositions accumulate float16/bfloat16 differently."""
+    return t.device.type == "cpu" and t.dtype in (torch.float16, torch.bfloat16)
+
+
 def _scatter_add(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
     """Eager's cpu scatter_add of float16 and bfloat16 adds in float32 and rounds once (its
     result is `self.float().scatter_add(dim, index, src.float())` rounded): so here, float32
     atomic adds and a cast. Its GPU kernels add in the dtype itself (atomics): the op as is."""
-    if self.device.type != "cpu" or self.dtype not in (torch.float16, torch.bfloat16):
+    if not _half_on_cpu(self):
         return NotImplemented
     return self.float().scatter_add(dim, index, src.float()).to(self.dtype)
 
@@ -92,10 +97,9 @@ def _index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.
     Eager's cpu kernel adds float16/bfloat16 without alpha in float32 and rounds once (with
     alpha it adds in the dtype, as index_put does), and float32 with alpha as an axpy (the
     product fused into the add, one rounding), which an atomic add cannot: that keeps the op."""
-    on_cpu = self.device.type == "cpu"
-    if alpha == 1 and on_cpu and self.dtype in (torch.float16, torch.bfloat16):
+    if alpha == 1 and _half_on_cpu(self):
         return self.float().index_add(dim, index, source.float()).to(self.dtype)
-    if alpha != 1 and on_cpu and self.dtype == torch.float32:
+    if alpha != 1 and self.device.type == "cpu" and self.dtype == torch.float32:
         return NotImplemented
     if alpha != 1 and self.dtype.is_floating_point:
         source, alpha = source * torch.scalar_tensor(alpha, dtype=self.dtype, device=self.device), 1
@@ -109,7 +113,7 @@ def _embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, 
     order: on cpu those are index_put's adds in the dtype. With scale_grad_by_freq eager's
     cpu kernel adds `grad * (1 / count)` rows (add_ with alpha): that keeps the op."""
     torch_decomposition = compat.decomposition_table[aten.embedding_dense_backward.default]
-    if grad_output.device.type != "cpu" or grad_output.dtype not in (torch.float16, torch.bfloat16):
+    if not _half_on_cpu(grad_output):
         return torch_decomposition(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
     if scale_grad_by_freq:
         return NotImplemented
