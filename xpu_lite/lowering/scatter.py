@@ -9,7 +9,9 @@ such as the zeros a backward starts from), else a copy, a clone node inserted be
 elements (x[i]'s, or the index tensor's) and stores each at its position: an indirect
 store (ir.Store.bounds), asserted in range as eager raises. Stores move values without
 arithmetic: bitwise eager's. Adds (`accumulate`, scatter_add) are tl.atomic_add: under the
-interpreter in index order, bitwise eager's on cpu; on a GPU the adds to one element run
+interpreter in index order, bitwise eager's on cpu (where eager's cpu kernel adds float16/
+bfloat16 in float32, scatter_add and index_add, the graph brings float32 values here:
+decomp/policy.py); on a GPU the adds to one element run
 in any order, so float sums may differ from eager's in the last bits and from run to run,
 and with torch.use_deterministic_algorithms(True) float adds stay eager. Where one
 position is written twice without accumulate, which value wins is unspecified, as in eager.
