@@ -344,6 +344,31 @@ def test_nearest_interpolation_channels_last_and_gradients(device: str) -> None:
     assert xpu_lite.counters.fallback_nodes == 0
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_half_nearest_interpolation_gradients_add_in_float32(device: str, dtype: torch.dtype, dims: int) -> None:
+    """The gradient of a nearest upscaling adds each input's copies (5**dims of them here).
+    Eager's backward kernels add in float32 and round once (cpu and cuda). _unsafe_index's
+    derivative, an index_put that adds, added float16 in the dtype (3-6x eager's error)
+    and left bfloat16 eager (no bfloat16 atomic add) until 2026-11-26: the lookup is now
+    in float32, cast back, so its gradient adds float32. Bitwise eager's on cpu; a GPU's
+    atomic adds run in any order, within the dtype's tolerance there."""
+    def fn(x, w):
+        y = F.interpolate(x, scale_factor=5, mode="nearest")
+        return y, torch.autograd.grad((y * w).sum(), x)[0]
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (2, 3):
+        x = torch.randn(1, 2, *[n] * dims, device=device, dtype=dtype, requires_grad=True)
+        w = torch.randn(1, 2, *[5 * n] * dims, device=device, dtype=dtype)
+        actual, expected = compiled(x, w), fn(x, w)
+        if device == "cpu":
+            assert_bitwise(actual, expected)
+        else:
+            torch.testing.assert_close(actual, expected)
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
 @pytest.mark.parametrize("dtype,exact", [(torch.float32, 2**24), (torch.float16, 2048), (torch.bfloat16, 256)],
                          ids=["float32", "float16", "bfloat16"])
 def test_float_aranges_are_exact_integers_rounded_once(device: str, dtype: torch.dtype, exact: int) -> None:

@@ -195,8 +195,16 @@ def _cpu_special_cases(scale: Any, isize: Any, osize: Any, like: torch.Tensor) -
 
 
 def _upsample_nearest(input: torch.Tensor, output_size: list[Any], scales: list[Any], exact: bool) -> torch.Tensor:
-    """torch._decomp's _upsample_nearest with eager's source indices (_nearest_indices)."""
-    result = aten._unsafe_index.Tensor(input, [None, None, *_nearest_indices(input, output_size, scales, exact)])
+    """torch._decomp's _upsample_nearest with eager's source indices (_nearest_indices).
+    float16/bfloat16 that require grad are looked up as float32 and cast back: the same
+    values (the float32 copy of the input is a buffer: a lookup reads memory), but the
+    gradient (_unsafe_index's: an index_put that adds) then adds in float32 and rounds
+    once, as eager's backward kernels add (cpu and cuda: in their acc type), where adds in
+    the dtype round every add (3-6x eager's error for 5x upscaling)."""
+    half = input.dtype in (torch.float16, torch.bfloat16) and input.requires_grad and torch.is_grad_enabled()
+    source = input.float() if half else input
+    result = aten._unsafe_index.Tensor(source, [None, None, *_nearest_indices(input, output_size, scales, exact)])
+    result = result.to(input.dtype) if half else result
     if result.ndim in (4, 5):
         memory_format = compat.suggest_memory_format(input)
         if result.ndim == 4 and input.device.type == "cuda" and input.shape[1] < 4:
