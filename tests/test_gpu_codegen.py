@@ -148,19 +148,23 @@ def _ptx_with_assert(kernel) -> str:
 
 def test_scatter_kernels_compile_with_their_atomics_and_bounds_assert(captured) -> None:
     """index_put (accumulate or not, a None dim), scatter (src, value) and scatter_add, in
-    float32 and float16 (tl.atomic_add of halves), int32 and int64 indexing."""
+    float32 and float16 (tl.atomic_add of halves), int32 and int64 indexing; scatter_reduce's
+    atomic maxima and minima of float32 (integer atomics on the bits) and int64."""
     from .test_scatter import _inputs, scatters
 
     _run(scatters, *_inputs(7, "cpu"))
     _run(lambda x, i, v: x.index_put([i], v, accumulate=True), torch.randn(5, 3).half(), torch.tensor([0, 0]),
          torch.randn(2, 3).half())
+    extrema = lambda x, i, v: (x.scatter_reduce(0, i, v, "amax"), x.scatter_reduce(0, i, v, "amin"))  # noqa: E731
+    _run(extrema, torch.randn(5, 3), torch.tensor([[0, 1, 0]]), torch.randn(1, 3))
+    _run(extrema, torch.arange(15).view(5, 3), torch.tensor([[0, 1, 0]]), torch.arange(3).view(1, 3))
     scattering = [k for k in captured if any(s.bounds for s in k.stores)]
-    assert len(scattering) == 7, [k.nodes for k in captured]
+    assert len(scattering) == 11, [k.nodes for k in captured]
     _compile_for_cuda(captured, index_spans=(0, 2**31))
     for kernel in scattering:
         ptx = _ptx_with_assert(kernel)
         if any(s.accumulate for s in kernel.stores):
-            assert re.search(r"\b(atom|red)\.", ptx), f"{kernel.name}: no atomic add in the PTX"
+            assert re.search(r"\b(atom|red)\.", ptx), f"{kernel.name}: no atomic in the PTX"
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -9,6 +9,7 @@ raises xpu_lite.IndexOutOfRange as eager raises.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 import pytest
@@ -270,7 +271,7 @@ def test_scatter_reduce_sum_and_mean_are_scatter_kernels(device: str) -> None:
     include_self the positions scattered to are zeroed first (a scatter), then the values
     are added (scatter_add), and mean divides by the count of values added (one more with
     include_self, 1 where none was). Kernels only, one graph for every size, bitwise
-    eager's on cpu (a GPU's atomic adds run in any order: within tolerance there). amax
+    eager's on cpu (a GPU's atomic adds run in any order: within tolerance there). prod
     keeps the op."""
     def fn(x, index, src, ints):
         return (x.scatter_reduce(0, index, src, "sum"), x.scatter_reduce(1, index.t(), src.t(), "sum", include_self=False),
@@ -289,13 +290,63 @@ def test_scatter_reduce_sum_and_mean_are_scatter_kernels(device: str) -> None:
             tolerance = {"atol": 1e-2, "rtol": 1e-2} if dtype == torch.float16 else {"atol": 1e-5, "rtol": 1.3e-6}
             _added_as_eager(compiled(*args), fn(*args), device, **tolerance)
         assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
-    for reduce, dtype in (("amax", torch.float32), ("mean", torch.float64)):  # no atomic max; float64 not computed
+    for reduce, dtype in (("prod", torch.float32), ("mean", torch.float64)):  # no atomic multiply; float64 not computed
         x, src = args[0].to(dtype), args[2].to(dtype)
         report = xpu_lite.explain(lambda x, index, src: x.scatter_reduce(0, index, src, reduce), x, args[1], src)
         assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.scatter_reduce.two", DecisionKind.FALLBACK)]
     flags = torch.ones_like(args[1], dtype=torch.bool)
     with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):  # eager's error, not a mean of bools
         torch.compile(lambda f, i: f.scatter_reduce(0, i, f, "mean"), backend="xpu_lite")(flags, args[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64],
+                         ids=["float32", "float16", "bfloat16", "int32", "int64"])
+def test_scatter_reduce_amax_and_amin_are_atomic_kernels(device: str, dtype: torch.dtype) -> None:
+    """amax and amin: the values reduced into a tensor of the identity by atomic maxima and
+    minima, then folded into the input as eager's loop folds them (NaN wins, ties keep the
+    input's value); without include_self the positions reached start from the identity.
+    Kernels only (before 2026-11-26 an eager call), one graph for every size, bitwise
+    eager's (NaN signs aside: eager keeps the NaN's own). NaN in the input and in the
+    values, of both signs, on cpu: a NaN whose sign bit the atomics read as a number
+    would be passed over. A GPU's eager folds NaN by its own atomics: no NaN there."""
+    def fn(x, index, src):
+        return (x.scatter_reduce(0, index, src, "amax"), x.scatter_reduce(0, index, src, "amin", include_self=False),
+                x.scatter_reduce(1, index.t(), src.t(), "amin"), x.scatter_reduce(1, index.t(), src.t(), "amax", include_self=False))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8):
+        index = torch.randint(0, n - 2, (n + 9, n), device=device)  # repeats; rows n - 2 and n - 1 never reached
+        if dtype.is_floating_point:
+            x, src = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n + 9, n, device=device, dtype=dtype)
+            if device == "cpu":
+                x[1, 2], x[n - 1, 0], src[3, 1], src[4, 3] = math.nan, -math.nan, math.nan, -math.nan
+        else:
+            x = torch.randint(-50, 50, (n, n), device=device, dtype=dtype)
+            src = torch.randint(-99, 99, (n + 9, n), device=device, dtype=dtype)
+        assert_bitwise(compiled(x, index, src), fn(x, index, src), nan_payloads=False)
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["float32", "float16"])
+def test_index_reduce_is_scatter_kernels(device: str, dtype: torch.dtype) -> None:
+    """index_reduce (an eager call before 2026-11-26): amax and amin as scatter_reduce's
+    atomics, the index spread over source's other dims; mean as eager's kernels compute
+    it: the slices added in the dtype (float16 too, 60 into 3: where scatter_reduce adds in
+    float32 on cpu), divided by eager's counts. Bitwise eager's on cpu (a GPU's adds run in
+    any order: within tolerance there), one graph. prod keeps the op."""
+    def fn(x, index, source):
+        return (x.index_reduce(0, index, source, "mean"), x.index_reduce(1, index, source.t(), "mean", include_self=False),
+                x.index_reduce(0, index, source, "amax", include_self=False), x.index_reduce(1, index, source.t(), "amin"))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (3, 5):
+        x, source = torch.randn(n, n, device=device, dtype=dtype), torch.randn(60, n, device=device, dtype=dtype)
+        index = torch.randint(0, n - 1, (60,), device=device)  # the last row and column are never reached
+        _added_as_eager(compiled(x, index, source), fn(x, index, source), device)
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    report = xpu_lite.explain(lambda x, index, source: x.index_reduce(0, index, source, "prod"), x, index, source)
+    assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.index_reduce.default", DecisionKind.FALLBACK)]
 
 
 def test_what_is_not_lowered_says_why() -> None:
@@ -314,7 +365,7 @@ def test_indirect_stores_only_in_untiled_pointwise_kernels() -> None:
     index = ir.Buffer("in_ptr0", torch.int64, (8,), (1,))
     out = ir.Buffer("out_ptr0", torch.float32, (4,), (1,))
     values = (ir.Load("in_ptr0", ir.XINDEX, torch.int64), ir.Constant(1.0, torch.float32))
-    store = ir.Store("out_ptr0", ir.value_symbol(0), 1, ((0, sympy.Integer(4)),), "index_put", accumulate=True)
+    store = ir.Store("out_ptr0", ir.value_symbol(0), 1, ((0, sympy.Integer(4)),), "index_put", accumulate="add")
     kernel = ir.Kernel("kernel_0", sympy.Integer(8), (index,), (out,), values, (store,), ("index_put",))
     assert ir.verify(kernel) is kernel and kernel.checks_bounds and kernel.size_symbols == ()
     with pytest.raises(ir.IRError, match="at positions that are not integer values of an untiled pointwise kernel"):
@@ -322,4 +373,6 @@ def test_indirect_stores_only_in_untiled_pointwise_kernels() -> None:
     with pytest.raises(ir.IRError, match="indexes with a value it does not bound"):
         ir.verify(dataclasses.replace(kernel, stores=(dataclasses.replace(store, bounds=()),)))
     with pytest.raises(ir.IRError, match="an accumulating store to 'out_ptr0' at its own positions"):
-        ir.verify(dataclasses.replace(kernel, stores=(ir.Store("out_ptr0", ir.XINDEX, 1, accumulate=True),)))
+        ir.verify(dataclasses.replace(kernel, stores=(ir.Store("out_ptr0", ir.XINDEX, 1, accumulate="add"),)))
+    with pytest.raises(ir.IRError, match="combines by 'mul', not"):
+        ir.verify(dataclasses.replace(kernel, stores=(dataclasses.replace(store, accumulate="mul"),)))

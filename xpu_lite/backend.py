@@ -149,7 +149,7 @@ def compile_kernels(
             verb = "reduces" if any(isinstance(v, ir.Reduce) for v in kernel.values) else "scans"  # cumsum, cumprod only
             label = f"{kernel.name} ({nodes} nodes; {reduction_strategy(kernel.rnumel, device_type, verb, kernel.ordered)})"
         elif group.into is not None:
-            adds = "adds" if any(store.accumulate for store in kernel.stores) else "stores"
+            adds = next((ir.COMBINES[s.accumulate] for s in kernel.stores if s.accumulate), "stores")
             label = f"{kernel.name} ({adds} at loaded positions into {group.into.name}'s buffer)"
         elif kernel.tile is not None:
             label = f"{kernel.name} ({nodes} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"

@@ -111,8 +111,13 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
                 mask += f" & store{k}_ok"
             value = stored_value(f"tmp{store.value}", buf.dtype, target)
             pointer = f"{store.buffer} + ({lane_index(store.index, lanes)})"
-            if store.accumulate:  # sem="relaxed": only the sum matters, not the order of the adds
-                out.line(f"tl.atomic_add({pointer}, {value}, mask={mask}, sem='relaxed')")
+            if store.accumulate in ("max", "min") and buf.dtype is torch.float32:
+                out.line(f"store{k}_value = {value}")
+                out.line(f"store{k}_value = {sticky_nan(f'store{k}_value', store.accumulate)}",
+                         f"a NaN's sign bit {'cleared' if store.accumulate == 'max' else 'set'}: the atomic keeps it")
+                value = f"store{k}_value"
+            if store.accumulate:  # sem="relaxed": only the result matters, not the order of the atomics
+                out.line(f"tl.atomic_{store.accumulate}({pointer}, {value}, mask={mask}, sem='relaxed')")
             else:
                 out.line(f"tl.store({pointer}, {value}, mask={mask})")
     return out.text()
@@ -161,6 +166,17 @@ def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
         # truncating cast is exact
         return f"{BF16_BY_HAND.format(value)}.to(tl.bfloat16)"
     return f"{value}.to({TL_DTYPE[dtype]})"
+
+
+def sticky_nan(value: str, combine: str) -> str:
+    """tl.atomic_max/min of float32 are integer atomics on the bits (signed for values with
+    the sign bit clear, unsigned for those with it set): a NaN with the sign bit clear is
+    above every number for max, one with it set below every number for min, so it stays,
+    as eager's NaN does (`isnan(src) ? src : max(self, src)`); with the other sign it would
+    be passed over. The NaN's sign bit is set accordingly (payload kept)."""
+    bits = f"{value}.to(tl.uint32, bitcast=True)"
+    nan = f"({bits} & 0x7FFFFFFF)" if combine == "max" else f"({bits} | 0x80000000)"
+    return f"tl.where({value} != {value}, {nan}.to(tl.float32, bitcast=True), {value})"
 
 
 def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:

@@ -5,6 +5,8 @@ Everything else in the pipeline derives from these two tables.
 """
 from __future__ import annotations
 
+import contextvars
+import math
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -125,21 +127,84 @@ def _embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, 
 
 def _scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
                     include_self: bool = True) -> Any:
-    """scatter_reduce's sum and mean as ATen's scatter_reduce_two computes them on every
-    device: without include_self the positions scattered to are set to 0 first, then the
-    values are added (scatter_add: atomic adds, in index order under the interpreter);
+    """scatter_reduce as ATen's scatter_reduce_two computes it on every device: without
+    include_self the positions scattered to are set to the reduction's identity first (0;
+    -inf/inf, an integer dtype's lowest/highest), then the values are combined.
+    sum and mean: added (scatter_add: atomic adds, in index order under the interpreter);
     mean divides by the number of values added (one more with include_self, 1 where none
-    was), floor division for integers. prod, amax and amin keep the op (kernels have no
-    atomic multiply, maximum or minimum), and so do dtypes kernels do not compute (eager's
-    own error for a bool mean)."""
-    if reduce not in ("sum", "mean") or self.dtype not in search.KERNEL_DTYPES:
+    was), floor division for integers. amax and amin: _scatter_extrema.
+    prod keeps the op (no atomic multiply), and so do dtypes kernels do not compute
+    (eager's own error for a bool mean)."""
+    if reduce not in ("sum", "mean", "amax", "amin") or self.dtype not in search.KERNEL_DTYPES:
         return NotImplemented
+    if reduce in ("amax", "amin"):
+        return _scatter_extrema(self, dim, index, src, reduce, include_self)
     total = (self if include_self else self.scatter(dim, index, 0)).scatter_add(dim, index, src)
     if reduce == "sum":
         return total
     count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).scatter_add(dim, index, torch.ones_like(src))
     count = count.masked_fill(count == 0, 1)
     return total / count if self.is_floating_point() else total.div(count, rounding_mode="floor")
+
+
+def _index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
+                  include_self: bool = True) -> Any:
+    """index_reduce as eager's loop computes it (source's slice i reduced into self's slice
+    index[i]): amax and amin as scatter_reduce's (_scatter_extrema), the index spread along
+    `dim` over source's other dims; mean's sums as an index_put that adds (eager's kernels
+    add in the dtype, float16/bfloat16 included: not scatter_reduce's float32 on cpu),
+    divided by the counts eager makes (index_add of ones; one more with include_self, 1
+    where none). prod (no atomic multiply), an integer mean (its floor division is eager
+    anyway), a 0-dim input and dtypes kernels do not compute keep the op."""
+    floats_mean = reduce == "mean" and self.is_floating_point()
+    if self.dim() == 0 or not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in search.KERNEL_DTYPES:
+        return NotImplemented
+    dim %= self.dim()
+    if reduce != "mean":
+        shape = [1] * source.dim()
+        shape[dim] = -1
+        return _scatter_extrema(self, dim, index.reshape(shape).expand(source.shape), source, reduce, include_self)
+    base = self if include_self else self.index_fill(dim, index, 0)
+    total = aten.index_put.default(base, [None] * dim + [index], source, True)
+    count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).index_add(dim, index, torch.ones_like(source))
+    return total / count.masked_fill(count == 0, 1)
+
+
+# Set while _scatter_extrema calls scatter_reduce into a buffer of the identity: that call,
+# traced through this table again, is the kernel (the scatter lowering's atomic maxima or
+# minima), not another decomposition.
+_EXTREMA_KERNEL: contextvars.ContextVar[bool] = contextvars.ContextVar("xpu_lite_extrema_kernel", default=False)
+
+
+def _scatter_extrema(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str,
+                     include_self: bool) -> Any:
+    """amax/amin: the src values reduced into a buffer of the identity (atomic maxima or
+    minima, whose NaN stays: codegen's sticky_nan), then combined with `self` (with its
+    scattered positions set to the identity without include_self) as eager's loop folds
+    each value in: `isnan(v) ? v : std::max(acc, v)`, ties keeping acc. The buffer is
+    fresh, so no NaN of `self` can be passed over by the atomics. float16/bfloat16 as
+    float32 (exact both ways). Bitwise eager's but for NaN signs (a NaN from src comes out
+    with its sign bit clear for amax, set for amin) and where +0 and -0 of src meet at one
+    position (the atomics order -0 below +0; eager keeps the first)."""
+    if _EXTREMA_KERNEL.get():
+        return NotImplemented
+    half = self.dtype in (torch.float16, torch.bfloat16)
+    base, values = (self.float(), src.float()) if half else (self, src)
+    floating = base.is_floating_point()
+    lowest, highest = (-math.inf, math.inf) if floating else (torch.iinfo(base.dtype).min, torch.iinfo(base.dtype).max)
+    identity = lowest if reduce == "amax" else highest
+    if not include_self:
+        base = base.scatter(dim, index, identity)
+    token = _EXTREMA_KERNEL.set(True)
+    try:
+        reduced = aten.scatter_reduce.two(torch.full_like(base, identity), dim, index, values, reduce)
+    finally:
+        _EXTREMA_KERNEL.reset(token)
+    wins = base < reduced if reduce == "amax" else reduced < base
+    if floating:
+        wins = wins | reduced.isnan()
+    result = torch.where(wins, reduced, base)
+    return result.to(self.dtype) if half else result
 
 
 def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
@@ -308,8 +373,12 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.embedding_dense_backward.default: (_embedding_dense_backward, "embedding's backward as index_put with "
                                                                        "accumulate, float16/bfloat16 on cpu added in the "
                                                                        "dtype, as eager's cpu kernel adds"),
-    aten.scatter_reduce.two: (_scatter_reduce, "scatter_reduce's sum and mean as ATen computes them: scatter and "
-                                               "scatter_add kernels (prod, amax, amin keep the op)"),
+    aten.scatter_reduce.two: (_scatter_reduce, "scatter_reduce as ATen computes it: sum and mean scatter and "
+                                               "scatter_add kernels, amax and amin atomic maxima and minima (prod "
+                                               "keeps the op)"),
+    aten.index_reduce.default: (_index_reduce, "index_reduce: amax and amin as scatter_reduce's atomics, mean as an "
+                                               "index_put that adds in the dtype, as eager's kernels add (prod keeps "
+                                               "the op)"),
     **{op: (decomposition, f"{op} as eager's binary search, its steps lookups of the boundaries in one kernel "
                            "(decomp/search.py)")
        for op, decomposition in ((aten.bucketize.Tensor, search.bucketize), (aten.bucketize.Scalar, search.bucketize),

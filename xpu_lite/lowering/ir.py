@@ -160,7 +160,13 @@ class Store:
     # asserted in range; lanes out of range store nothing
     bounds: tuple[tuple[int, sympy.Expr], ...] = ()
     message: str = ""
-    accumulate: bool = False  # add the value to the element (an atomic add) instead of writing it
+    # "add", "max" or "min": combine the value with the element (an atomic add, maximum or
+    # minimum) instead of writing it
+    accumulate: str = ""
+
+
+# what a kernel with a combining store does at its positions (a decision's note)
+COMBINES = {"add": "adds", "max": "takes maxima", "min": "takes minima"}
 
 
 Value = Load | Constant | SymValue | Compute | Reduce | Scan
@@ -324,6 +330,8 @@ def verify(kernel: Kernel) -> Kernel:
                           "untiled pointwise kernel")
         if store.index.free_symbols & (every_value - {value_symbol(j) for j, _ in store.bounds}):
             raise IRError(f"{kernel.name}: a store to {store.buffer!r} indexes with a value it does not bound: {store.index}")
+        if store.accumulate and store.accumulate not in COMBINES:
+            raise IRError(f"{kernel.name}: a store to {store.buffer!r} combines by {store.accumulate!r}, not {sorted(COMBINES)}")
         if store.accumulate and not store.bounds:
             raise IRError(f"{kernel.name}: an accumulating store to {store.buffer!r} at its own positions (a scatter's only)")
     if not kernel.stores:

@@ -1,6 +1,7 @@
 """Lowerings of ops that write values at positions loaded from an index tensor: index_put
 (`x[i] = v`, `x[i] += v`: the backward of embedding and of indexing), scatter and
-scatter_add (the backward of gather, nll_loss's).
+scatter_add (the backward of gather, nll_loss's), and scatter_reduce's amax and amin into
+a tensor of the identity (tl.atomic_max/min; decomp/policy.py folds the input in).
 
 Such an op's result is its input with some elements replaced or added to. It gets a buffer
 it may write: its input's own where nothing else reads the input (a kernel's fresh result,
@@ -37,6 +38,10 @@ aten = torch.ops.aten
 
 # what tl.atomic_add adds, the interpreter's included (it has no bfloat16 one)
 ATOMIC_DTYPES = (torch.float32, torch.float16, torch.int32, torch.int64)
+# scatter_reduce's reductions that are atomics, and the dtypes tl.atomic_max/min take that
+# kernels compute (float16/bfloat16 come as float32: decomp/policy.py)
+ATOMIC_REDUCES = {"amax": "max", "amin": "min"}
+EXTREMA_DTYPES = (torch.float32, torch.int32, torch.int64)
 
 
 # -- checkers ------------------------------------------------------------------------
@@ -46,8 +51,8 @@ def _target_rejection(node: torch.fx.Node, x: Any) -> str | None:
         return why
     if val.dim() == 0:
         return "a 0-dim result"
-    if node.kwargs:
-        return f"keyword arguments {sorted(node.kwargs)}: this lowering takes positional ones"
+    if node.kwargs and node.kwargs != {"include_self": True}:  # scatter_reduce's default, written out
+        return f"keyword arguments {dict(node.kwargs)}: this lowering takes positional ones"
     if not isinstance(x, torch.fx.Node):
         return "an input that is not a graph node"
     return _tensor_rejection(x.meta.get("val"), ALL, "input")
@@ -108,11 +113,30 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
         return None if _scalar_ok(source) else f"a value {source!r} that is not a Python scalar"
     if (why := _source_rejection(source, dtype, "src")) is not None:
         return why
+    if node.target is aten.scatter_reduce.two:
+        reduce = node.args[4]
+        if reduce not in ATOMIC_REDUCES:
+            return f"reduce={reduce!r}: the atomic reductions are {sorted(ATOMIC_REDUCES)}"
+        if dtype not in EXTREMA_DTYPES:
+            return (f"{reduce} of {str(dtype).removeprefix('torch.')} values; tl.atomic_{ATOMIC_REDUCES[reduce]} takes "
+                    f"{_names(EXTREMA_DTYPES)} here")
+        if dtype.is_floating_point and not _filled_with_a_number(x):
+            return (f"{reduce} into a tensor that may hold a NaN the atomics would pass over (a number's bits decide); "
+                    "decomp/policy.py reduces into a tensor of the identity")
+        return None
     return _accumulate_rejection(dtype) if node.target is aten.scatter_add.default else None
 
 
-# -- rules: (position in the result, value, accumulate, what the assert says) ---------
-Scattered = tuple[tuple[Any, ...], int, bool, str]
+def _filled_with_a_number(x: torch.fx.Node) -> bool:
+    """`x` is full/full_like of a number that is not NaN."""
+    if x.target not in (aten.full.default, aten.full_like.default):
+        return False
+    value = x.args[1]
+    return isinstance(value, (int, float)) and value == value
+
+
+# -- rules: (position in the result, value, how it combines, what the assert says) ----
+Scattered = tuple[tuple[Any, ...], int, str, str]
 
 
 def _index_put(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, indices: list[Any], values: torch.fx.Node,
@@ -121,12 +145,14 @@ def _index_put(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, indices:
     shape = indexed_shape(x, indices)
     at = index_positions(b, node, x, indices, b.element_coords(shape))
     value = b.load(values, shape, view_root(values, b.is_view))
-    return at, value, accumulate, _message(node, [d for d, t in enumerate(indices) if t is not None])
+    return at, value, "add" if accumulate else "", _message(node, [d for d, t in enumerate(indices) if t is not None])
 
 
-def _scatter(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node, source: Any) -> Scattered:
+def _scatter(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node, source: Any,
+             reduce: str = "") -> Scattered:
     """out[c with dim d replaced by index[c]] = src[c] (or the scalar value), for each
-    coordinate c of index; scatter_add adds."""
+    coordinate c of index; scatter_add adds, scatter_reduce (include_self) takes the
+    maximum or minimum."""
     coords = b.element_coords(_sizes(index))
     d = dim % len(coords)
     if isinstance(source, torch.fx.Node):
@@ -136,7 +162,8 @@ def _scatter(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, dim: int, 
         exact = torch.tensor(source, dtype=dtype).to(ir.compute_dtype(dtype)).item()
         value = b.compute("broadcast", (b.constant(exact, ir.compute_dtype(dtype)),), node, ir.compute_dtype(dtype))
     at = coords[:d] + (_position(b, node, index, coords),) + coords[d + 1:]
-    return at, value, node.target is aten.scatter_add.default, _message(node, [d])
+    combine = "add" if node.target is aten.scatter_add.default else ATOMIC_REDUCES.get(reduce, "")
+    return at, value, combine, _message(node, [d])
 
 
 def build_scatter(name: str, node: torch.fx.Node, is_view: Any) -> Group:
@@ -151,7 +178,7 @@ def build_scatter(name: str, node: torch.fx.Node, is_view: Any) -> Group:
     index = sum(((ir.value_symbol(c) if isinstance(c, int) else c) * st for c, st in zip(at, out.strides)), sympy.Integer(0))
     kernel = ir.Kernel(
         name, sympy.Mul(*space.sizes), tuple(b.inputs.values()), (out,), tuple(b.values),
-        (ir.Store(out.name, index, value, bounds, message, bool(accumulate)),), (node.name,),
+        (ir.Store(out.name, index, value, bounds, message, accumulate),), (node.name,),
         lifted=tuple((s, e) for e, s in b.lifted.items()),
     )
     return Group(ir.verify(ir.lift_sizes(kernel)), (node,), (node,), tuple(b.inputs), into=node.args[0])
@@ -201,5 +228,5 @@ def _writable(x: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decisi
 
 LOWERINGS.register(aten.index_put.default, aten._unsafe_index_put.default, checker=_check_index_put,
                    scatter=lambda node: indexed_shape(node.args[0], node.args[1]))(_index_put)
-LOWERINGS.register(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, checker=_check_scatter,
+LOWERINGS.register(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two, checker=_check_scatter,
                    scatter=lambda node: _sizes(node.args[2]))(_scatter)
