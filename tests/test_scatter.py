@@ -334,7 +334,8 @@ def test_index_reduce_is_scatter_kernels(device: str, dtype: torch.dtype) -> Non
     atomics, the index spread over source's other dims; mean as eager's kernels compute
     it: the slices added in the dtype (float16 too, 60 into 3: where scatter_reduce adds in
     float32 on cpu), divided by eager's counts. Bitwise eager's on cpu (a GPU's adds run in
-    any order: within tolerance there), one graph. prod keeps the op."""
+    any order: within tolerance there), one graph; a 0-dim input as a 1-D one. prod keeps
+    the op."""
     def fn(x, index, source):
         return (x.index_reduce(0, index, source, "mean"), x.index_reduce(1, index, source.t(), "mean", include_self=False),
                 x.index_reduce(0, index, source, "amax", include_self=False), x.index_reduce(1, index, source.t(), "amin"))
@@ -345,6 +346,11 @@ def test_index_reduce_is_scatter_kernels(device: str, dtype: torch.dtype) -> Non
         index = torch.randint(0, n - 1, (60,), device=device)  # the last row and column are never reached
         _added_as_eager(compiled(x, index, source), fn(x, index, source), device)
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+    scalar = lambda: torch.randn((), device=device, dtype=dtype)  # noqa: E731
+    scalars = scalar(), torch.zeros(1, dtype=torch.int64, device=device), scalar()
+    on_scalars = lambda x, i, s: (x.index_reduce(0, i, s, "mean"), x.index_reduce(0, i, s, "amax", include_self=False))  # noqa: E731
+    _added_as_eager(torch.compile(on_scalars, backend="xpu_lite")(*scalars), on_scalars(*scalars), device)
+    assert xpu_lite.counters.fallback_nodes == 0
     report = xpu_lite.explain(lambda x, index, source: x.index_reduce(0, index, source, "prod"), x, index, source)
     assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.index_reduce.default", DecisionKind.FALLBACK)]
 

@@ -154,11 +154,13 @@ def _index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: tor
     `dim` over source's other dims; mean's sums as an index_put that adds (eager's kernels
     add in the dtype, float16/bfloat16 included: not scatter_reduce's float32 on cpu),
     divided by the counts eager makes (index_add of ones; one more with include_self, 1
-    where none). prod (no atomic multiply), an integer mean (its floor division is eager
-    anyway), a 0-dim input and dtypes kernels do not compute keep the op."""
+    where none); a 0-dim input as a 1-D one. prod (no atomic multiply), an integer mean
+    (its floor division is eager anyway) and dtypes kernels do not compute keep the op."""
     floats_mean = reduce == "mean" and self.is_floating_point()
-    if self.dim() == 0 or not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in search.KERNEL_DTYPES:
+    if not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in search.KERNEL_DTYPES:
         return NotImplemented
+    if self.dim() == 0:
+        return _index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self).reshape(())
     dim %= self.dim()
     if reduce != "mean":
         shape = [1] * source.dim()

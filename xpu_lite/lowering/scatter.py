@@ -100,6 +100,8 @@ def _check_index_put(node: torch.fx.Node) -> str | None:
 
 def _check_scatter(node: torch.fx.Node) -> str | None:
     x, dim, index, source = node.args[:4]
+    if node.target is aten.scatter_reduce.two and node.args[4] not in ATOMIC_REDUCES:
+        return f"reduce={node.args[4]!r}: the reductions done by atomics are {sorted(ATOMIC_REDUCES)} (no atomic multiply)"
     if (why := _target_rejection(node, x)) is not None:
         return why
     if type(dim) is not int:
@@ -115,8 +117,6 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
         return why
     if node.target is aten.scatter_reduce.two:
         reduce = node.args[4]
-        if reduce not in ATOMIC_REDUCES:
-            return f"reduce={reduce!r}: the atomic reductions are {sorted(ATOMIC_REDUCES)}"
         if dtype not in EXTREMA_DTYPES:
             return (f"{reduce} of {str(dtype).removeprefix('torch.')} values; tl.atomic_{ATOMIC_REDUCES[reduce]} takes "
                     f"{_names(EXTREMA_DTYPES)} here")
