@@ -353,6 +353,8 @@ def test_index_reduce_is_scatter_kernels(device: str, dtype: torch.dtype) -> Non
     assert xpu_lite.counters.fallback_nodes == 0
     report = xpu_lite.explain(lambda x, index, source: x.index_reduce(0, index, source, "prod"), x, index, source)
     assert [(d.op, d.kind) for g in report.graphs for d in g.decisions] == [("aten.index_reduce.default", DecisionKind.FALLBACK)]
+    assert "regions decompose it, but not this call" in report.graphs[0].decisions[0].why()  # and what the decomposition keeps
+    assert "prod keeps the op" in report.graphs[0].decisions[0].why()
 
 
 def test_what_is_not_lowered_says_why() -> None:

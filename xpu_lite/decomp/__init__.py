@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from .plan import DecompPlan, build_plan, tracing
-from .policy import is_random, policy
+from .policy import is_random, own_decomposition_reason, policy
 from .recompose import recompose
 from .regions import REGION_KEY, compile_region, in_region_meta
 
-__all__ = ["DecompPlan", "build_plan", "tracing", "is_random", "policy", "recompose", "REGION_KEY", "compile_region", "in_region_meta"]
+__all__ = ["DecompPlan", "build_plan", "tracing", "is_random", "own_decomposition_reason", "policy", "recompose", "REGION_KEY", "compile_region", "in_region_meta"]

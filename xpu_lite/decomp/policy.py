@@ -534,6 +534,12 @@ def own_decomposition(op: Any) -> Callable[..., Any] | None:
     return None if entry is None else entry[0]
 
 
+def own_decomposition_reason(op: Any) -> str | None:
+    """What our decomposition of `op` does (_OWN_DECOMPOSITIONS), which calls it keeps included."""
+    entry = _OWN_DECOMPOSITIONS.get(op)
+    return None if entry is None else entry[1]
+
+
 @lru_cache(maxsize=1)
 def policy() -> tuple[dict[Any, Callable[..., Any]], dict[Any, str]]:
     """(DECOMPOSE, KEEP): core ATen decompositions plus those for fusion, minus the ops

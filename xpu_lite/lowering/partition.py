@@ -12,7 +12,7 @@ import torch
 import torch.fx
 
 from ..config import LiteConfig
-from ..decomp import DecompPlan, in_region_meta, is_random
+from ..decomp import DecompPlan, in_region_meta, is_random, own_decomposition_reason
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
 from .views import VIEW_OPS, retrace_stale_views, slices_for_splits, view_rejection
@@ -95,6 +95,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     not_lowered = LOWERINGS.rejection(node)
     if not_lowered is None:
         return Decision(name, op, DecisionKind.KERNEL, note=note)
+    if target not in LOWERINGS and (decomposition := own_decomposition_reason(target)) is not None:
+        not_lowered = f"{not_lowered}; regions decompose it, but not this call ({decomposition})"
     why = not_a_view if target in VIEW_OPS else not_lowered
     if config.strict:
         raise LoweringError(op, name, f"strict=True and no Triton lowering accepts this node: {why}")
