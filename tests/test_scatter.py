@@ -308,10 +308,12 @@ def test_scatter_reduce_amax_and_amin_are_atomic_kernels(device: str, dtype: tor
     Kernels only (before 2026-11-26 an eager call), one graph for every size, bitwise
     eager's (NaN signs aside: eager keeps the NaN's own). NaN in the input and in the
     values, of both signs, on cpu: a NaN whose sign bit the atomics read as a number
-    would be passed over. A GPU's eager folds NaN by its own atomics: no NaN there."""
+    would be passed over. A GPU's eager folds NaN by its own atomics: no NaN there. The
+    result is contiguous whatever the input's layout, as eager's."""
     def fn(x, index, src):
         return (x.scatter_reduce(0, index, src, "amax"), x.scatter_reduce(0, index, src, "amin", include_self=False),
-                x.scatter_reduce(1, index.t(), src.t(), "amin"), x.scatter_reduce(1, index.t(), src.t(), "amax", include_self=False))
+                x.scatter_reduce(1, index.t(), src.t(), "amin"), x.scatter_reduce(1, index.t(), src.t(), "amax", include_self=False),
+                x.t().scatter_reduce(0, index, src, "amax"))
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     for n in (5, 8):
@@ -323,7 +325,9 @@ def test_scatter_reduce_amax_and_amin_are_atomic_kernels(device: str, dtype: tor
         else:
             x = torch.randint(-50, 50, (n, n), device=device, dtype=dtype)
             src = torch.randint(-99, 99, (n + 9, n), device=device, dtype=dtype)
-        assert_bitwise(compiled(x, index, src), fn(x, index, src), nan_payloads=False)
+        actual, expected = compiled(x, index, src), fn(x, index, src)
+        assert_bitwise(actual, expected, nan_payloads=False)
+        assert [a.stride() for a in actual] == [e.stride() for e in expected]
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
 
 
@@ -334,17 +338,20 @@ def test_index_reduce_is_scatter_kernels(device: str, dtype: torch.dtype) -> Non
     atomics, the index spread over source's other dims; mean as eager's kernels compute
     it: the slices added in the dtype (float16 too, 60 into 3: where scatter_reduce adds in
     float32 on cpu), divided by eager's counts. Bitwise eager's on cpu (a GPU's adds run in
-    any order: within tolerance there), one graph; a 0-dim input as a 1-D one. prod keeps
-    the op."""
+    any order: within tolerance there), one graph, contiguous results as eager's; a 0-dim
+    input as a 1-D one. prod keeps the op."""
     def fn(x, index, source):
         return (x.index_reduce(0, index, source, "mean"), x.index_reduce(1, index, source.t(), "mean", include_self=False),
-                x.index_reduce(0, index, source, "amax", include_self=False), x.index_reduce(1, index, source.t(), "amin"))
+                x.index_reduce(0, index, source, "amax", include_self=False), x.index_reduce(1, index, source.t(), "amin"),
+                x.t().index_reduce(0, index, source, "mean"))
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     for n in (3, 5):
         x, source = torch.randn(n, n, device=device, dtype=dtype), torch.randn(60, n, device=device, dtype=dtype)
         index = torch.randint(0, n - 1, (60,), device=device)  # the last row and column are never reached
-        _added_as_eager(compiled(x, index, source), fn(x, index, source), device)
+        actual, expected = compiled(x, index, source), fn(x, index, source)
+        _added_as_eager(actual, expected, device)
+        assert [a.stride() for a in actual] == [e.stride() for e in expected]
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
     scalar = lambda: torch.randn((), device=device, dtype=dtype)  # noqa: E731
     scalars = scalar(), torch.zeros(1, dtype=torch.int64, device=device), scalar()

@@ -169,7 +169,7 @@ def _index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: tor
     base = self if include_self else self.index_fill(dim, index, 0)
     total = aten.index_put.default(base, [None] * dim + [index], source, True)
     count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).index_add(dim, index, torch.ones_like(source))
-    return total / count.masked_fill(count == 0, 1)
+    return (total / count.masked_fill(count == 0, 1)).contiguous()  # eager's result is contiguous whatever self's layout
 
 
 # Set while _scatter_extrema calls scatter_reduce into a buffer of the identity: that call,
@@ -205,7 +205,7 @@ def _scatter_extrema(self: torch.Tensor, dim: int, index: torch.Tensor, src: tor
     wins = base < reduced if reduce == "amax" else reduced < base
     if floating:
         wins = wins | reduced.isnan()
-    result = torch.where(wins, reduced, base)
+    result = torch.where(wins, reduced, base).contiguous()  # eager's result is contiguous whatever self's layout
     return result.to(self.dtype) if half else result
 
 
