@@ -219,6 +219,32 @@ def test_a_cast_with_a_memory_format_is_a_kernel_with_eagers_strides(device: str
     assert len(casts) == 3 and all(d.kind is DecisionKind.KERNEL for d in casts), casts
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16], ids=["uint8", "int8", "int16"])
+def test_small_integer_inputs_are_read_by_casts_and_comparisons(device: str, dtype: torch.dtype) -> None:
+    """An image's `x.float() / 255`, a uint8 mask's `m == 0`: kernels read uint8/int8/int16
+    buffers as int32 (every value exact) in casts to the other dtypes, comparisons and
+    logical ops (before 2026-11-26 each was an eager call). A Python int compared with them
+    is converted to their dtype first, wrapping, as eager does: `u8 > -1` compares with
+    255, `u8 == 259` with 3. Results of those dtypes, and a 0-dim tensor of another dtype
+    compared with them (wrapped at run time in eager), stay eager calls, with the reason."""
+    def fn(x, y, mean):
+        return ((x.float() / 255.0 - mean) * 2).half(), x.to(torch.int64) + 1, x.bool(), x > -1, x < 300, x == 259, \
+            x != y, x.logical_and(y), (x <= 7).logical_or(y == 0)
+
+    low, high = (0, 256) if dtype == torch.uint8 else (torch.iinfo(dtype).min, torch.iinfo(dtype).max + 1)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8):
+        x, y = (torch.randint(low, high, (3, n), dtype=dtype, device=device) for _ in range(2))
+        x[0, :3] = torch.tensor([3, 7, 0], dtype=dtype)
+        mean = torch.rand(3, 1, device=device)
+        assert_bitwise(compiled(x, y, mean), fn(x, y, mean))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    wrapped = lambda x: (x.neg(), x > torch.tensor(-1, device=device))  # noqa: E731
+    reasons = {row[2]: row[4] for row in xpu_lite.explain(wrapped, x).rows() if row[3] == "fallback"}
+    assert f"a {str(dtype).removeprefix('torch.')} result" in reasons["aten.neg.default"], reasons
+    assert "compared with Python scalars or tensors of their own dtype" in reasons["aten.gt.Tensor"], reasons
+
+
 def test_nan_propagates_like_torch(device: str) -> None:
     def fn(a, b):
         return torch.maximum(a, b) + torch.minimum(a, b) + torch.relu(a)

@@ -27,10 +27,12 @@ TARGET_IMPORTS = {
 TL_DTYPE = {
     torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
     torch.int32: "tl.int32", torch.int64: "tl.int64", torch.bool: "tl.int1",
+    torch.uint8: "tl.uint8", torch.int8: "tl.int8", torch.int16: "tl.int16",
 }
 # the type Triton's JIT gives a tensor of each dtype in a kernel signature ("*fp32", ...)
 SIGNATURE_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
-                   torch.int32: "i32", torch.int64: "i64", torch.bool: "i1"}
+                   torch.int32: "i32", torch.int64: "i64", torch.bool: "i1", torch.uint8: "u8", torch.int8: "i8",
+                   torch.int16: "i16"}
 
 
 def target_for(device_type: str) -> str:

@@ -58,13 +58,16 @@ class Buffer:
 
 
 COMPUTE_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
-STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool)
+# uint8/int8/int16 buffers are only read, by casts to the other dtypes (an image's
+# `x.float()`): loaded as int32, which holds every value exactly
+READ_ONLY_DTYPES = (torch.uint8, torch.int8, torch.int16)
+STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool) + READ_ONLY_DTYPES
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """fp16/bf16 are computed in fp32 (and rounded once, on store, or where a value leaves
-    its dtype: ROUNDINGS)."""
-    return torch.float32 if dtype in ROUNDINGS else dtype
+    its dtype: ROUNDINGS); uint8/int8/int16 values (read only) in int32."""
+    return torch.float32 if dtype in ROUNDINGS else torch.int32 if dtype in READ_ONLY_DTYPES else dtype
 
 
 # the math-table op rounding a float32 value to each dtype computed in float32
@@ -285,7 +288,7 @@ def verify(kernel: Kernel) -> Kernel:
     buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
     every_value = {value_symbol(j) for j in range(len(kernel.values))}
     for buf in (*kernel.inputs, *kernel.outputs):
-        if buf.dtype not in STORAGE_DTYPES:
+        if buf.dtype not in STORAGE_DTYPES or (buf in kernel.outputs and buf.dtype in READ_ONLY_DTYPES):
             raise IRError(f"{kernel.name}: buffer {buf.name} has unsupported dtype {buf.dtype}")
     for i, value in enumerate(kernel.values):
         if value.dtype not in COMPUTE_DTYPES:

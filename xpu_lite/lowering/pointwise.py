@@ -2,7 +2,8 @@
 rule that adds values to the kernel being built.
 
 Dtypes: float32, float16, bfloat16 (computed in fp32, rounded once on store), int32, int64
-and bool. Type promotion is torch's: the output dtype is read from the node's fake value
+and bool; uint8, int8 and int16 inputs of casts, comparisons and logical ops (read as int32:
+ir.READ_ONLY_DTYPES). Type promotion is torch's: the output dtype is read from the node's fake value
 and operands are cast to its compute dtype. Python int/float/bool scalars become
 constants (Dynamo specializes Python floats, so a literal costs no extra compile); SymInt
 scalars are computed in the kernel from its runtime size arguments, SymFloat ones (1 / numel
@@ -27,6 +28,7 @@ FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 INTS = (torch.int32, torch.int64)
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + (torch.bool,)
+READABLE = ALL + ir.READ_ONLY_DTYPES  # what casts read (ir.READ_ONLY_DTYPES)
 Rule = Callable[..., int]
 
 
@@ -164,10 +166,43 @@ def _or_on_bools(op: str, on_bools: str) -> Rule:
 
 def _compare(op: str) -> Rule:
     def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
+        operands = _wrapped_scalars(node, operands)
         cdt = _promoted(b, operands)
         return b.compute(op, tuple(_arg(b, o, cdt, node) for o in operands), node, torch.bool)
 
     return rule
+
+
+def _common_dtype(node: torch.fx.Node) -> torch.dtype:
+    """torch's promotion of a comparison's two operands (a SymInt/SymFloat as a Python number)."""
+    def operand(a: Any) -> Any:
+        val = a.meta["val"] if isinstance(a, torch.fx.Node) else a
+        return val if not isinstance(val, (torch.SymInt, torch.SymFloat)) else 0 if isinstance(val, torch.SymInt) else 0.0
+
+    return torch.result_type(*map(operand, node.args[:2]))
+
+
+def _wrapped_scalars(node: torch.fx.Node, operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Python int operands of a comparison whose operands promote to uint8/int8/int16, as
+    eager converts them to that dtype, wrapping (`u8 > -1` compares with 255, `u8 == 259`
+    with 3); the tensors' values are exact in int32."""
+    if len(node.args) < 2 or (common := _common_dtype(node)) not in ir.READ_ONLY_DTYPES:
+        return operands
+    bits = 8 * common.itemsize
+
+    def wrapped(value: int) -> int:
+        value &= (1 << bits) - 1
+        return value - (1 << bits) if common.is_signed and value >= 1 << (bits - 1) else value
+
+    return tuple(wrapped(o) if type(o) is int else o for o in operands)
+
+
+def _no_wrapped_tensor(node: torch.fx.Node) -> bool:
+    """Operands that promote to uint8/int8/int16 are of that dtype, or Python scalars (a 0-dim
+    tensor of another dtype, or a SymInt, would be wrapped at run time)."""
+    if len(node.args) < 2 or (common := _common_dtype(node)) not in ir.READ_ONLY_DTYPES:
+        return True
+    return all(getattr(a.meta["val"], "dtype", None) == common for a in node.args[:2] if isinstance(a, torch.fx.Node))
 
 
 def _logical(op: str) -> Rule:
@@ -429,10 +464,12 @@ _reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_division, _mod("rema
 _reg((aten.fmod.Tensor, aten.fmod.Scalar), _check_division, _mod("fmod"))
 _reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
-    _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker((torch.bool,), ALL), _compare(_op))
+    _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar),
+         checker((torch.bool,), READABLE, extra=(_no_wrapped_tensor, "uint8/int8/int16 compared with Python scalars or "
+                                                                     "tensors of their own dtype")), _compare(_op))
 for _op in ["logical_and", "logical_or", "logical_xor"]:
-    _reg((getattr(aten, _op).default,), checker((torch.bool,), ALL), _logical(_op))
-_reg((aten.logical_not.default,), checker((torch.bool,), ALL), _logical("logical_not"))
+    _reg((getattr(aten, _op).default,), checker((torch.bool,), READABLE), _logical(_op))
+_reg((aten.logical_not.default,), checker((torch.bool,), READABLE), _logical("logical_not"))
 for _op in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker(INTS + (torch.bool,), INTS + (torch.bool,)), _elementwise(_op, 2))
 _reg((aten.bitwise_not.default,), checker(INTS + (torch.bool,), INTS + (torch.bool,)), _elementwise("bitwise_not", 1))
@@ -447,8 +484,8 @@ _reg((aten.elu.default,), checker(FLOATS, FLOATS), _with_scalars("elu", ("alpha"
 _reg((aten.gelu.default,), checker(FLOATS, FLOATS, {"approximate": ("none", "tanh")}), _gelu)
 _reg((aten.round.decimals,), checker(FLOATS, FLOATS, {"decimals": None}), _round_decimals)
 _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
-_reg((prims.convert_element_type.default,), checker(ALL, ALL, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
-_reg((aten._to_copy.default,), checker(ALL, ALL, {"dtype": None, "layout": (torch.strided, None), "device": None,
+_reg((prims.convert_element_type.default,), checker(ALL, READABLE, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
+_reg((aten._to_copy.default,), checker(ALL, READABLE, {"dtype": None, "layout": (torch.strided, None), "device": None,
                                                   "memory_format": None},  # any: stored at the node's strides, as clone
      extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
 _reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
