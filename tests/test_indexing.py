@@ -314,6 +314,19 @@ def test_linear_and_cubic_interpolation_scales_are_float32_kernels(device: str, 
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_uint8_linear_interpolation_is_eagers_kernel(device: str, mode: str) -> None:
+    """Eager's cpu kernel interpolates a uint8 image in fixed point; torch._decomp's
+    decomposition computes in float and rounds: 16% of a bilinear sample's values came
+    out one apart (before 2026-11-26). A uint8 input keeps the op: eager's result, and the
+    reason says why."""
+    fn = lambda x: F.interpolate(x, size=(9, 11), mode=mode)  # noqa: E731
+    x = torch.randint(0, 256, (1, 3, 5, 6), dtype=torch.uint8, device=device)
+    assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x), fn(x))
+    reasons = [row[4] for row in xpu_lite.explain(fn, x).rows() if row[3] == "fallback"]
+    assert any("a uint8 input keeps the op" in why for why in reasons), reasons
+
+
 def test_upsample_overloads_called_directly_with_keyword_scales(device: str) -> None:
     """The `.default` overloads take their scales positionally or by name (scales_h, ...),
     and a given scale wins over the output size, as in eager."""

@@ -78,7 +78,9 @@ def _kernel(decomposes_call: Callable[..., bool], selected: Callable[[Any], Any]
         def kernel(*args: Any, **kwargs: Any) -> Any:
             if upstream is not None and decomposes_call(op, args, kwargs):
                 with selected(op):
-                    return upstream(*args, **kwargs)
+                    result = upstream(*args, **kwargs)
+                if result is not NotImplemented:  # else our decomposition keeps this call: eager's derivative
+                    return result
             return compat.call_past_python_kernels(op, device_type, *args, **kwargs)
 
         return kernel

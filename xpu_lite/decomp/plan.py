@@ -150,7 +150,10 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict
     def autograd_kernel(*args: Any, **kwargs: Any) -> Any:
         if plan.decomposes_call(op, args, kwargs):
             with _selected(plan, op):
-                return original(*args, **kwargs)  # the composite body, differentiated op by op
+                result = original(*args, **kwargs)  # the composite body, differentiated op by op
+            if result is not NotImplemented:
+                return result
+            # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
             if op in GRAD_DEPENDENT_CIA or _grad_dependent(op, flat, spec, verdicts):

@@ -326,8 +326,12 @@ def _compute_scale(device: torch.device) -> Callable[..., Any]:
 
 
 def _float32_scales(torch_decomposition: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """torch._decomp's linear/cubic upsample with float32 scales (_compute_scale)."""
-    def upsample(input: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """torch._decomp's linear/cubic upsample with float32 scales (_compute_scale). A uint8
+    input keeps the op: eager's cpu kernel interpolates uint8 in fixed point, the
+    decomposition in float, rounded (16% of a bilinear sample's values one apart)."""
+    def upsample(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if input.dtype == torch.uint8:
+            return NotImplemented
         with compat.replaced_decomposition_helper("_compute_scale", _compute_scale(input.device)):
             return torch_decomposition(input, *args, **kwargs)
 
@@ -398,13 +402,15 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
        for name, exact in _NEAREST.items()},
     **{getattr(aten, name).vec: (upsample_vec_body(_nearest_default(exact)), f"{name}.vec with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
-    **{op: (_float32_scales(compat.decomposition_table[op]), f"torch._decomp's {op} with float32 scales: no float64 ops")
+    **{op: (_float32_scales(compat.decomposition_table[op]), f"torch._decomp's {op} with float32 scales: no float64 ops; "
+                                                             "a uint8 input keeps the op (eager's fixed point)")
        for op in (aten.upsample_linear1d.default, aten.upsample_bilinear2d.default, aten.upsample_trilinear3d.default,
                   aten.upsample_bicubic2d.default, aten.upsample_bilinear2d.vec, aten.upsample_trilinear3d.vec,
                   aten.upsample_bicubic2d.vec)},
     # torch._decomp leaves upsample_linear1d.vec to its C++ body
     aten.upsample_linear1d.vec: (_float32_scales(upsample_vec_body(compat.decomposition_table[aten.upsample_linear1d.default])),
-                                 "upsample_linear1d.vec with float32 scales: no float64 ops"),
+                                 "upsample_linear1d.vec with float32 scales: no float64 ops; a uint8 input keeps the "
+                                 "op (eager's fixed point)"),
     **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
        for op, view in _COPIES_OF_VIEWS.items()},
 }
