@@ -168,14 +168,16 @@ def test_a_constant_tensor_of_the_graph_is_a_constant_not_a_fallback() -> None:
 
 
 def test_an_allocation_is_aten_by_design_even_under_strict() -> None:
-    """`torch.empty` has no values for a kernel to compute: aten allocates, by design (the
-    `aten kernel` reason, as matmul's), so strict=True does not raise on it."""
+    """`torch.empty` (and `torch.empty_permuted`, before 2026-11-26 "no lowering") has no
+    values for a kernel to compute: aten allocates, by design (the `aten kernel` reason, as
+    matmul's), so strict=True does not raise on it."""
     def f(x: torch.Tensor) -> torch.Tensor:
-        return torch.empty(x.shape[0], 3, device=x.device).fill_(2.0) + x
+        return torch.empty(x.shape[0], 3, device=x.device).fill_(2.0) + x + torch.empty_permuted((x.shape[0], 3), (1, 0)).fill_(1)
 
     report = xpu_lite.explain(f, torch.randn(4, 3), dynamic=True)
     reasons = _reasons(report.graphs[0])
     assert reasons["aten.empty.memory_format"].startswith("aten kernel: an allocation"), reasons
+    assert reasons["aten.empty_permuted.default"].startswith("aten kernel: an allocation"), reasons
     compiled = torch.compile(f, backend="xpu_lite", options={"strict": True}, dynamic=True)
     x = torch.randn(5, 3)
     assert torch.equal(compiled(x), f(x))

@@ -16,7 +16,7 @@ LOWERINGS.decline(
 )
 LOWERINGS.decline(
     _aten.empty.memory_format, _aten.empty_strided.default, _aten.empty_like.default, _aten.new_empty.default,
-    _aten.new_empty_strided.default,
+    _aten.new_empty_strided.default, _aten.empty_permuted.default,
     why="an allocation: no values for a kernel to compute, aten allocates",
 )
 
