@@ -6,4 +6,5 @@ from .policy import is_random, own_decomposition_reason, policy
 from .recompose import recompose
 from .regions import REGION_KEY, compile_region, in_region_meta
 
-__all__ = ["DecompPlan", "build_plan", "tracing", "is_random", "own_decomposition_reason", "policy", "recompose", "REGION_KEY", "compile_region", "in_region_meta"]
+__all__ = ["DecompPlan", "build_plan", "tracing", "is_random", "own_decomposition_reason", "policy", "recompose",
+           "REGION_KEY", "compile_region", "in_region_meta"]

@@ -29,7 +29,8 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from .policy import EAGER_AUTOGRAD, own_decomposition, upsample_vec_body
+from .policy import EAGER_AUTOGRAD, own_decomposition
+from .upsample import upsample_vec_body
 
 aten = torch.ops.aten
 

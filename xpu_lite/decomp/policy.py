@@ -5,8 +5,6 @@ Everything else in the pipeline derives from these two tables.
 """
 from __future__ import annotations
 
-import contextvars
-import math
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -14,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from . import grid_sample, search
+from . import grid_sample, scatters, search, upsample
 
 aten = torch.ops.aten
 
@@ -53,291 +51,6 @@ _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
 }
 
 
-def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    return aten.index.Tensor(self.reshape(-1), [index])
-
-
-def _put(self: torch.Tensor, index: torch.Tensor, source: torch.Tensor, accumulate: bool = False) -> Any:
-    """put as index_put of the flattened input (Inductor's): a scatter kernel. Eager's
-    result keeps the input's strides, so an input that is not contiguous keeps the op."""
-    if not self.is_contiguous():
-        return NotImplemented
-    return aten.index_put(self.reshape(-1), [index], source.reshape(index.shape), accumulate).view(self.shape)
-
-
-def _masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> Any:
-    """masked_scatter as eager's cuda algorithm (Inductor's): the k-th set position of the
-    mask takes source's k-th element (a cumsum of the mask), read by a lookup; eager's
-    result is contiguous. An empty source (nothing to read; eager accepts it with an empty
-    mask) keeps the op."""
-    if source.numel() == 0:
-        return NotImplemented
-    self, mask = aten.broadcast_tensors([self, mask])
-    positions = (mask.reshape(-1).cumsum(0) - 1).clamp(min=0)
-    picked = aten.index.Tensor(source.reshape(-1), [positions])
-    return torch.where(mask.reshape(-1), picked, self.reshape(-1)).view(self.shape)
-
-
-def _half_on_cpu(t: torch.Tensor) -> bool:
-    """Where eager's cpu kernels and torch's decompositions accumulate float16/bfloat16 differently."""
-    return t.device.type == "cpu" and t.dtype in (torch.float16, torch.bfloat16)
-
-
-def _scatter_add(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
-    """Eager's cpu scatter_add of float16 and bfloat16 adds in float32 and rounds once (its
-    result is `self.float().scatter_add(dim, index, src.float())` rounded): so here, float32
-    atomic adds and a cast. Its GPU kernels add in the dtype itself (atomics): the op as is."""
-    if not _half_on_cpu(self):
-        return NotImplemented
-    return self.float().scatter_add(dim, index, src.float()).to(self.dtype)
-
-
-def _index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha: Any = 1) -> Any:
-    """torch._decomp's index_add (index_put with accumulate) with eager's arithmetic: eager's
-    kernels multiply by alpha in the dtype (`source * alpha` rounded, alpha itself rounded
-    to a float16/bfloat16 first), where the decomposition's product has a Python float.
-    Eager's cpu kernel adds float16/bfloat16 without alpha in float32 and rounds once (with
-    alpha it adds in the dtype, as index_put does), and float32 with alpha as an axpy (the
-    product fused into the add, one rounding), which an atomic add cannot: that keeps the op."""
-    if alpha == 1 and _half_on_cpu(self):
-        return self.float().index_add(dim, index, source.float()).to(self.dtype)
-    if alpha != 1 and self.device.type == "cpu" and self.dtype == torch.float32:
-        return NotImplemented
-    if alpha != 1 and self.dtype.is_floating_point:
-        source, alpha = source * torch.scalar_tensor(alpha, dtype=self.dtype, device=self.device), 1
-    return compat.decomposition_table[aten.index_add.default](self, dim, index, source, alpha=alpha)
-
-
-def _embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int, padding_idx: int,
-                              scale_grad_by_freq: bool) -> Any:
-    """torch._decomp's embedding backward adds float16/bfloat16 gradients in float32 (as
-    eager's cuda kernel does); eager's cpu kernel adds each row in the dtype, in index
-    order: on cpu those are index_put's adds in the dtype. With scale_grad_by_freq eager's
-    cpu kernel adds `grad * (1 / count)` rows (add_ with alpha): that keeps the op."""
-    torch_decomposition = compat.decomposition_table[aten.embedding_dense_backward.default]
-    if not _half_on_cpu(grad_output):
-        return torch_decomposition(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
-    if scale_grad_by_freq:
-        return NotImplemented
-    kept = (indices >= 0) & (indices < num_weights) & (indices != padding_idx)
-    kept = kept.reshape(*kept.shape, *[1] * (grad_output.dim() - indices.dim()))
-    grad_weight = grad_output.new_zeros((num_weights, *grad_output.shape[indices.dim():]))
-    return aten._unsafe_masked_index_put_accumulate(grad_weight, kept, [indices], grad_output)
-
-
-def _scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
-                    include_self: bool = True) -> Any:
-    """scatter_reduce as ATen's scatter_reduce_two computes it on every device: without
-    include_self the positions scattered to are set to the reduction's identity first (0;
-    -inf/inf, an integer dtype's lowest/highest), then the values are combined.
-    sum and mean: added (scatter_add: atomic adds, in index order under the interpreter);
-    mean divides by the number of values added (one more with include_self, 1 where none
-    was), floor division for integers. amax and amin: _scatter_extrema.
-    prod keeps the op (no atomic multiply), and so do dtypes kernels do not compute
-    (eager's own error for a bool mean)."""
-    if reduce not in ("sum", "mean", "amax", "amin") or self.dtype not in search.KERNEL_DTYPES:
-        return NotImplemented
-    if reduce in ("amax", "amin"):
-        return _scatter_extrema(self, dim, index, src, reduce, include_self)
-    total = (self if include_self else self.scatter(dim, index, 0)).scatter_add(dim, index, src)
-    if reduce == "sum":
-        return total
-    count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).scatter_add(dim, index, torch.ones_like(src))
-    count = count.masked_fill(count == 0, 1)
-    return total / count if self.is_floating_point() else total.div(count, rounding_mode="floor")
-
-
-def _index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
-                  include_self: bool = True) -> Any:
-    """index_reduce as eager's loop computes it (source's slice i reduced into self's slice
-    index[i]): amax and amin as scatter_reduce's (_scatter_extrema), the index spread along
-    `dim` over source's other dims; mean's sums as an index_put that adds (eager's kernels
-    add in the dtype, float16/bfloat16 included: not scatter_reduce's float32 on cpu),
-    divided by the counts eager makes (index_add of ones; one more with include_self, 1
-    where none); a 0-dim input as a 1-D one. prod (no atomic multiply), an integer mean
-    (its floor division is eager anyway) and dtypes kernels do not compute keep the op."""
-    floats_mean = reduce == "mean" and self.is_floating_point()
-    if not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in search.KERNEL_DTYPES:
-        return NotImplemented
-    if self.dim() == 0:
-        return _index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self).reshape(())
-    dim %= self.dim()
-    if reduce != "mean":
-        shape = [1] * source.dim()
-        shape[dim] = -1
-        return _scatter_extrema(self, dim, index.reshape(shape).expand(source.shape), source, reduce, include_self)
-    base = self if include_self else self.index_fill(dim, index, 0)
-    total = aten.index_put.default(base, [None] * dim + [index], source, True)
-    count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).index_add(dim, index, torch.ones_like(source))
-    return (total / count.masked_fill(count == 0, 1)).contiguous()  # eager's result is contiguous whatever self's layout
-
-
-# Set while _scatter_extrema calls scatter_reduce into a buffer of the identity: that call,
-# traced through this table again, is the kernel (the scatter lowering's atomic maxima or
-# minima), not another decomposition.
-_EXTREMA_KERNEL: contextvars.ContextVar[bool] = contextvars.ContextVar("xpu_lite_extrema_kernel", default=False)
-
-
-def _scatter_extrema(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str,
-                     include_self: bool) -> Any:
-    """amax/amin: the src values reduced into a buffer of the identity (atomic maxima or
-    minima, whose NaN stays: codegen's sticky_nan), then combined with `self` (with its
-    scattered positions set to the identity without include_self) as eager's loop folds
-    each value in: `isnan(v) ? v : std::max(acc, v)`, ties keeping acc. The buffer is
-    fresh, so no NaN of `self` can be passed over by the atomics. float16/bfloat16 as
-    float32 (exact both ways). Bitwise eager's but for NaN signs (a NaN from src comes out
-    with its sign bit clear for amax, set for amin) and where +0 and -0 of src meet at one
-    position (the atomics order -0 below +0; eager keeps the first)."""
-    if _EXTREMA_KERNEL.get():
-        return NotImplemented
-    half = self.dtype in (torch.float16, torch.bfloat16)
-    base, values = (self.float(), src.float()) if half else (self, src)
-    floating = base.is_floating_point()
-    lowest, highest = (-math.inf, math.inf) if floating else (torch.iinfo(base.dtype).min, torch.iinfo(base.dtype).max)
-    identity = lowest if reduce == "amax" else highest
-    if not include_self:
-        base = base.scatter(dim, index, identity)
-    token = _EXTREMA_KERNEL.set(True)
-    try:
-        reduced = aten.scatter_reduce.two(torch.full_like(base, identity), dim, index, values, reduce)
-    finally:
-        _EXTREMA_KERNEL.reset(token)
-    wins = base < reduced if reduce == "amax" else reduced < base
-    if floating:
-        wins = wins | reduced.isnan()
-    result = torch.where(wins, reduced, base).contiguous()  # eager's result is contiguous whatever self's layout
-    return result.to(self.dtype) if half else result
-
-
-def _max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:
-    out = compat.decomposition_table[aten.max_unpool2d.default](self, indices, output_size)
-    if self.device.type != "cpu":  # cuda's and xpu's kernels fill a contiguous output
-        return out
-    return out.contiguous(memory_format=compat.suggest_memory_format(self))
-
-
-def _nearest_indices(input: torch.Tensor, output_size: list[Any], scales: list[Any], exact: bool) -> list[torch.Tensor]:
-    """Per spatial dim, the source index of each output position as eager computes it
-    (UpSample.h): floor((o [+ 0.5 exact]) * scale) in float32, at most isize - 1, with
-    scale = float32(1 / s) for a scale factor s, else float32(isize) / osize; eager's cpu
-    2-D kernel takes o itself where osize == isize and o >> 1 where osize == 2 * isize
-    (nearest_idx), which a scale of 1.0 and 0.5 give. torch._decomp takes isize / (isize * s)
-    or isize / osize, a SymFloat under dynamic shapes, which AOTAutograd turns into float64
-    tensor ops (eager calls in the graph), and knows no special case (aot_eager and Inductor
-    differ from eager's cpu 2-D kernel there). Here a scale is a Python float (a kernel
-    literal) or, where it depends on symbolic sizes, a float32 0-dim tensor (kernels)."""
-    indices = []
-    dims = len(output_size)
-    for d, osize in enumerate(output_size):
-        isize = input.shape[d - dims]
-        scale: Any
-        if scales[d] is not None and scales[d] > 0:
-            scale = 1.0 / scales[d]
-        elif isinstance(isize, int) and isinstance(osize, int):
-            scale = isize / osize  # a quotient of ints below 2**24, rounded to float32 once either way
-        else:
-            scale = _size_tensor(isize, input) / osize
-        if input.device.type == "cpu" and dims == 2 and not exact:
-            scale = _cpu_special_cases(scale, isize, osize, input)
-        positions = torch.arange(osize, dtype=torch.float32, device=input.device)
-        source = ((positions + 0.5 if exact else positions) * scale).to(torch.int64).clamp(max=isize - 1)
-        indices.append(source.reshape(-1, *[1] * (dims - 1 - d)))
-    return indices
-
-
-def _size_tensor(size: Any, like: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.scalar_tensor(size, dtype=dtype, device=like.device)
-
-
-def _cpu_special_cases(scale: Any, isize: Any, osize: Any, like: torch.Tensor) -> Any:
-    """1.0 where osize == isize, 0.5 where osize == 2 * isize, else `scale`: decided while
-    tracing where the sizes say so for every input, else by the kernel (no guard)."""
-    for size, special in ((isize, 1.0), (2 * isize, 0.5)):
-        if compat.statically_known_true(osize == size):
-            return special
-        if not compat.statically_known_true(osize != size):
-            same = _size_tensor(osize - size, like, torch.int64) == 0
-            scale = torch.where(same, special, scale if isinstance(scale, torch.Tensor) else _size_tensor(scale, like))
-    return scale
-
-
-def _upsample_nearest(input: torch.Tensor, output_size: list[Any], scales: list[Any], exact: bool) -> torch.Tensor:
-    """torch._decomp's _upsample_nearest with eager's source indices (_nearest_indices).
-    float16/bfloat16 that require grad are looked up as float32 and cast back: the same
-    values (the float32 copy of the input is a buffer: a lookup reads memory), but the
-    gradient (_unsafe_index's: an index_put that adds) then adds in float32 and rounds
-    once, as eager's backward kernels add (cpu and cuda: in their acc type), where adds in
-    the dtype round every add (3-6x eager's error for 5x upscaling)."""
-    half = input.dtype in (torch.float16, torch.bfloat16) and input.requires_grad and torch.is_grad_enabled()
-    source = input.float() if half else input
-    result = aten._unsafe_index.Tensor(source, [None, None, *_nearest_indices(input, output_size, scales, exact)])
-    result = result.to(input.dtype) if half else result
-    if result.ndim in (4, 5):
-        memory_format = compat.suggest_memory_format(input)
-        if result.ndim == 4 and input.device.type == "cuda" and input.shape[1] < 4:
-            memory_format = torch.contiguous_format  # torch._decomp's (and eager's cuda) heuristic
-        result = result.contiguous(memory_format=memory_format)
-    return result
-
-
-def _nearest_default(exact: bool) -> Callable[..., torch.Tensor]:
-    def upsample(input: torch.Tensor, output_size: list[Any], *scales: Any, **named: Any) -> torch.Tensor:
-        names = ("scales_d", "scales_h", "scales_w")[3 - len(output_size):] if len(output_size) > 1 else ("scales",)
-        values = [*scales, *[named.get(name) for name in names[len(scales):]]]
-        return _upsample_nearest(input, output_size, values, exact)
-
-    return upsample
-
-
-def upsample_vec_body(default: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """What the C++ body of an upsample `.vec` overload does: the output size from the
-    scale factors, then `default` (the `.default` overload, or our decomposition of it)."""
-
-    def body(input: torch.Tensor, output_size: Any, *rest: Any) -> torch.Tensor:
-        *align_corners, scale_factors = rest  # nearest overloads take no align_corners
-        osize = compat.upsample_output_size(input.size(), output_size, scale_factors)
-        scales = scale_factors if scale_factors else [None] * len(osize)
-        return default(input, osize, *align_corners, *scales)
-
-    return body
-
-
-def _compute_scale(device: torch.device) -> Callable[..., Any]:
-    """torch._decomp's `_compute_scale` for linear and cubic upsampling, with a quotient of
-    symbolic sizes ((isize - 1) / (osize - 1) with align_corners, else isize / osize) as a
-    float32 0-dim tensor on `device`: the float32 quotient eager's kernels compute (UpSample.h
-    area_pixel_compute_scale), which kernels compute, where torch's SymFloat becomes float64
-    tensor ops (eager calls in the graph). Int and scale-factor scales are torch's."""
-
-    def compute_scale(in_size: Any, out_size: Any, align_corners: bool, scale: Any = None) -> Any:
-        if align_corners:
-            if not out_size > 1:
-                return 0
-            numerator, denominator = in_size - 1, out_size - 1
-        elif scale is not None and scale > 0:
-            return 1.0 / scale
-        else:
-            numerator, denominator = in_size, out_size
-        if isinstance(numerator, int) and isinstance(denominator, int):
-            return numerator / denominator
-        return torch.scalar_tensor(numerator, dtype=torch.float32, device=device) / denominator
-
-    return compute_scale
-
-
-def _float32_scales(torch_decomposition: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """torch._decomp's linear/cubic upsample with float32 scales (_compute_scale). A uint8
-    input keeps the op: eager's cpu kernel interpolates uint8 in fixed point, the
-    decomposition in float, rounded (16% of a bilinear sample's values one apart)."""
-    def upsample(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        if input.dtype == torch.uint8:
-            return NotImplemented
-        with compat.replaced_decomposition_helper("_compute_scale", _compute_scale(input.device)):
-            return torch_decomposition(input, *args, **kwargs)
-
-    return upsample
-
-
 def _copy_of_view(view: torch._ops.OpOverload) -> Callable[..., Any]:
     """A view's `_copy` op: the view (index math in a kernel) copied to a new contiguous
     tensor, which is what eager's `_copy` ops return whatever the input's layout."""
@@ -369,22 +82,26 @@ _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest",
 # scatters into a contiguous buffer; eager's cpu result is channels-last for a
 # channels-last input (cuda's and xpu's are contiguous).
 _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
-    aten.take.default: (_take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
-    aten.put.default: (_put, "put as index_put of the flattened input: a scatter kernel"),
-    aten.masked_scatter.default: (_masked_scatter, "masked_scatter as a cumsum of the mask and a lookup of the source"),
-    aten.scatter_add.default: (_scatter_add, "scatter_add of float16/bfloat16 on cpu added in float32 and rounded once, "
-                                             "as eager's cpu kernel adds"),
-    aten.index_add.default: (_index_add, "index_add as index_put with accumulate, multiplied by alpha in the dtype; "
-                                         "float16/bfloat16 on cpu without alpha added in float32, as eager's cpu kernel adds"),
-    aten.embedding_dense_backward.default: (_embedding_dense_backward, "embedding's backward as index_put with "
-                                                                       "accumulate, float16/bfloat16 on cpu added in the "
-                                                                       "dtype, as eager's cpu kernel adds"),
-    aten.scatter_reduce.two: (_scatter_reduce, "scatter_reduce as ATen computes it: sum and mean scatter and "
-                                               "scatter_add kernels, amax and amin atomic maxima and minima (prod "
-                                               "keeps the op)"),
-    aten.index_reduce.default: (_index_reduce, "index_reduce: amax and amin as scatter_reduce's atomics, mean as an "
-                                               "index_put that adds in the dtype, as eager's kernels add (prod keeps "
-                                               "the op)"),
+    aten.take.default: (scatters.take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
+    aten.put.default: (scatters.put, "put as index_put of the flattened input: a scatter kernel"),
+    aten.masked_scatter.default: (scatters.masked_scatter,
+                                  "masked_scatter as a cumsum of the mask and a lookup of the source"),
+    aten.scatter_add.default: (scatters.scatter_add, "scatter_add of float16/bfloat16 on cpu added in float32 and "
+                                                     "rounded once, as eager's cpu kernel adds"),
+    aten.index_add.default: (scatters.index_add, "index_add as index_put with accumulate, multiplied by alpha in the "
+                                                 "dtype; float16/bfloat16 on cpu without alpha added in float32, as "
+                                                 "eager's cpu kernel adds"),
+    aten.embedding_dense_backward.default: (scatters.embedding_dense_backward,
+                                            "embedding's backward as index_put with accumulate, float16/bfloat16 on "
+                                            "cpu added in the dtype, as eager's cpu kernel adds"),
+    aten.scatter_reduce.two: (scatters.scatter_reduce, "scatter_reduce as ATen computes it: sum and mean scatter and "
+                                                       "scatter_add kernels, amax and amin atomic maxima and minima "
+                                                       "(prod keeps the op)"),
+    aten.index_reduce.default: (scatters.index_reduce, "index_reduce: amax and amin as scatter_reduce's atomics, mean "
+                                                       "as an index_put that adds in the dtype, as eager's kernels add "
+                                                       "(prod keeps the op)"),
+    aten.max_unpool2d.default: (scatters.max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager "
+                                                       "lays out its result (on cpu the input's memory format)"),
     **{op: (decomposition, f"{op} as eager's binary search, its steps lookups of the boundaries in one kernel "
                            "(decomp/search.py)")
        for op, decomposition in ((aten.bucketize.Tensor, search.bucketize), (aten.bucketize.Scalar, search.bucketize),
@@ -396,21 +113,21 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                                                 "float32 arithmetic of sizes (decomp/grid_sample.py)"),
     aten.cudnn_grid_sampler.default: (grid_sample.cudnn_grid_sampler, "cuDNN's grid sampler (cuda, align_corners) as "
                                                                       "grid_sampler_2d's lookups: the same graph on every device"),
-    aten.max_unpool2d.default: (_max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager lays out "
-                                               "its result (on cpu the input's memory format)"),
-    **{getattr(aten, name).default: (_nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
+    **{getattr(aten, name).default: (upsample.nearest_default(exact), f"{name} with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
-    **{getattr(aten, name).vec: (upsample_vec_body(_nearest_default(exact)), f"{name}.vec with eager's float32 scale: no float64 ops")
+    **{getattr(aten, name).vec: (upsample.upsample_vec_body(upsample.nearest_default(exact)),
+                                 f"{name}.vec with eager's float32 scale: no float64 ops")
        for name, exact in _NEAREST.items()},
-    **{op: (_float32_scales(compat.decomposition_table[op]), f"torch._decomp's {op} with float32 scales: no float64 ops; "
-                                                             "a uint8 input keeps the op (eager's fixed point)")
-       for op in (aten.upsample_linear1d.default, aten.upsample_bilinear2d.default, aten.upsample_trilinear3d.default,
-                  aten.upsample_bicubic2d.default, aten.upsample_bilinear2d.vec, aten.upsample_trilinear3d.vec,
-                  aten.upsample_bicubic2d.vec)},
-    # torch._decomp leaves upsample_linear1d.vec to its C++ body
-    aten.upsample_linear1d.vec: (_float32_scales(upsample_vec_body(compat.decomposition_table[aten.upsample_linear1d.default])),
-                                 "upsample_linear1d.vec with float32 scales: no float64 ops; a uint8 input keeps the "
-                                 "op (eager's fixed point)"),
+    **{op: (upsample.float32_scales(torch_decomposition), f"torch._decomp's {op} with float32 scales: no float64 ops; "
+                                                          "a uint8 input keeps the op (eager's fixed point)")
+       for op, torch_decomposition in (
+           *((op, compat.decomposition_table[op]) for op in (
+               aten.upsample_linear1d.default, aten.upsample_bilinear2d.default, aten.upsample_trilinear3d.default,
+               aten.upsample_bicubic2d.default, aten.upsample_bilinear2d.vec, aten.upsample_trilinear3d.vec,
+               aten.upsample_bicubic2d.vec)),
+           # torch._decomp leaves upsample_linear1d.vec to its C++ body
+           (aten.upsample_linear1d.vec, upsample.upsample_vec_body(compat.decomposition_table[aten.upsample_linear1d.default])),
+       )},
     **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
        for op, view in _COPIES_OF_VIEWS.items()},
 }

@@ -26,7 +26,7 @@ aten = torch.ops.aten
 
 # The dtypes kernels compute (lowering/pointwise.py NUMERIC; decomp cannot import lowering,
 # which imports decomp). Others keep the op whole: one eager call rather than a search of
-# eager calls (or eager's error for bool, complex). policy.py's scatter_reduce uses it too.
+# eager calls (or eager's error for bool, complex). scatters.py's scatter_reduce uses it too.
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
 
 

@@ -1,7 +1,7 @@
 """Lowerings of ops that write values at positions loaded from an index tensor: index_put
 (`x[i] = v`, `x[i] += v`: the backward of embedding and of indexing), scatter and
 scatter_add (the backward of gather, nll_loss's), and scatter_reduce's amax and amin into
-a tensor of the identity (tl.atomic_max/min; decomp/policy.py folds the input in).
+a tensor of the identity (tl.atomic_max/min; decomp/scatters.py folds the input in).
 
 Such an op's result is its input with some elements replaced or added to. It gets a buffer
 it may write: its input's own where nothing else reads the input (a kernel's fresh result,
@@ -12,7 +12,7 @@ store (ir.Store.bounds), asserted in range as eager raises. Stores move values w
 arithmetic: bitwise eager's. Adds (`accumulate`, scatter_add) are tl.atomic_add: under the
 interpreter in index order, bitwise eager's on cpu (where eager's cpu kernel adds float16/
 bfloat16 in float32, scatter_add and index_add, the graph brings float32 values here:
-decomp/policy.py); on a GPU the adds to one element run
+decomp/scatters.py); on a GPU the adds to one element run
 in any order, so float sums may differ from eager's in the last bits and from run to run,
 and with torch.use_deterministic_algorithms(True) float adds stay eager. Where one
 position is written twice without accumulate, which value wins is unspecified, as in eager.
@@ -39,7 +39,7 @@ aten = torch.ops.aten
 # what tl.atomic_add adds, the interpreter's included (it has no bfloat16 one)
 ATOMIC_DTYPES = (torch.float32, torch.float16, torch.int32, torch.int64)
 # scatter_reduce's reductions that are atomics, and the dtypes tl.atomic_max/min take that
-# kernels compute (float16/bfloat16 come as float32: decomp/policy.py)
+# kernels compute (float16/bfloat16 come as float32: decomp/scatters.py)
 ATOMIC_REDUCES = {"amax": "max", "amin": "min"}
 EXTREMA_DTYPES = (torch.float32, torch.int32, torch.int64)
 
@@ -122,7 +122,7 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
                     f"{_names(EXTREMA_DTYPES)} here")
         if dtype.is_floating_point and not _filled_with_a_number(x):
             return (f"{reduce} into a tensor that may hold a NaN the atomics would pass over (a number's bits decide); "
-                    "decomp/policy.py reduces into a tensor of the identity")
+                    "decomp/scatters.py reduces into a tensor of the identity")
         return None
     return _accumulate_rejection(dtype) if node.target is aten.scatter_add.default else None
 
