@@ -14,6 +14,7 @@ from .. import _torch_compat as compat
 from .search import KERNEL_DTYPES
 
 aten = torch.ops.aten
+_HALF = (torch.float16, torch.bfloat16)
 
 
 def take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -43,7 +44,7 @@ def masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor)
 
 def _half_on_cpu(t: torch.Tensor) -> bool:
     """Where eager's cpu kernels and torch's decompositions accumulate float16/bfloat16 differently."""
-    return t.device.type == "cpu" and t.dtype in (torch.float16, torch.bfloat16)
+    return t.device.type == "cpu" and t.dtype in _HALF
 
 
 def scatter_add(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
@@ -72,7 +73,7 @@ def index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.T
 
 
 def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int, padding_idx: int,
-                              scale_grad_by_freq: bool) -> Any:
+                             scale_grad_by_freq: bool) -> Any:
     """torch._decomp's embedding backward adds float16/bfloat16 gradients in float32 (as
     eager's cuda kernel does); eager's cpu kernel adds each row in the dtype, in index
     order: on cpu those are index_put's adds in the dtype. With scale_grad_by_freq eager's
@@ -89,7 +90,7 @@ def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, n
 
 
 def scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
-                    include_self: bool = True) -> Any:
+                   include_self: bool = True) -> Any:
     """scatter_reduce as ATen's scatter_reduce_two computes it on every device: without
     include_self the positions scattered to are set to the reduction's identity first (0;
     -inf/inf, an integer dtype's lowest/highest), then the values are combined.
@@ -111,7 +112,7 @@ def scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch
 
 
 def index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
-                  include_self: bool = True) -> Any:
+                 include_self: bool = True) -> Any:
     """index_reduce as eager's loop computes it (source's slice i reduced into self's slice
     index[i]): amax and amin as scatter_reduce's (_scatter_extrema), the index spread along
     `dim` over source's other dims; mean's sums as an index_put that adds (eager's kernels
@@ -153,7 +154,7 @@ def _scatter_extrema(self: torch.Tensor, dim: int, index: torch.Tensor, src: tor
     position (the atomics order -0 below +0; eager keeps the first)."""
     if _EXTREMA_KERNEL.get():
         return NotImplemented
-    half = self.dtype in (torch.float16, torch.bfloat16)
+    half = self.dtype in _HALF
     base, values = (self.float(), src.float()) if half else (self, src)
     floating = base.is_floating_point()
     lowest, highest = (-math.inf, math.inf) if floating else (torch.iinfo(base.dtype).min, torch.iinfo(base.dtype).max)
