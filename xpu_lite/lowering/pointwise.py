@@ -2,9 +2,9 @@
 rule that adds values to the kernel being built.
 
 Dtypes: float32, float16, bfloat16 (computed in fp32, rounded once on store), int32, int64
-and bool; uint8, int8 and int16 inputs of casts, comparisons and logical ops (read as int32:
-ir.READ_ONLY_DTYPES). Type promotion is torch's: the output dtype is read from the node's fake value
-and operands are cast to its compute dtype. Python int/float/bool scalars become
+and bool; uint8, int8 and int16 inputs of casts, comparisons and logical ops (read as
+int32: ir.READ_ONLY_DTYPES). Type promotion is torch's: the output dtype is read from the
+node's fake value and operands are cast to its compute dtype. Python int/float/bool scalars become
 constants (Dynamo specializes Python floats, so a literal costs no extra compile); SymInt
 scalars are computed in the kernel from its runtime size arguments, SymFloat ones (1 / numel
 in a norm's backward) by the wrapper, passed as a float32 argument. Anything else (float64,
@@ -28,7 +28,7 @@ FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 INTS = (torch.int32, torch.int64)
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + (torch.bool,)
-READABLE = ALL + ir.READ_ONLY_DTYPES  # what casts read (ir.READ_ONLY_DTYPES)
+READABLE = ALL + ir.READ_ONLY_DTYPES  # what casts, comparisons and logical ops read
 Rule = Callable[..., int]
 
 
@@ -177,7 +177,9 @@ def _common_dtype(node: torch.fx.Node) -> torch.dtype:
     """torch's promotion of a comparison's two operands (a SymInt/SymFloat as a Python number)."""
     def operand(a: Any) -> Any:
         val = a.meta["val"] if isinstance(a, torch.fx.Node) else a
-        return val if not isinstance(val, (torch.SymInt, torch.SymFloat)) else 0 if isinstance(val, torch.SymInt) else 0.0
+        if isinstance(val, torch.SymInt):
+            return 0
+        return 0.0 if isinstance(val, torch.SymFloat) else val
 
     return torch.result_type(*map(operand, node.args[:2]))
 
