@@ -22,6 +22,27 @@ def test_sweep_reports_known_upstream_differences_apart(capsys) -> None:
     assert "known expand[0]" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("layout", ["strided", "permuted"])
+def test_layouts_give_runs_other_strides_of_the_same_values(layout: str) -> None:
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    seen = []
+    sample = SampleInput(torch.randn(3, 4, requires_grad=True), args=(torch.arange(4).view(2, 2), torch.ones(3)))
+    sweep._run_sample(lambda *args: seen.append(args) or args[0][:, args[1]], sample, training=True, layout=layout)
+    (x, i, ones), = seen
+    assert not x.is_contiguous() and not i.is_contiguous() and x.requires_grad and x.is_leaf
+    assert torch.equal(x, sample.input) and torch.equal(i, sample.args[0]) and torch.equal(ones, sample.args[1])
+    # copies: an op that writes an input in place leaves the sample as it was
+    assert {t.data_ptr() for t in (x, i, ones)}.isdisjoint(t.data_ptr() for t in (sample.input, *sample.args))
+
+
+def test_strides_aot_eager_returns_too_are_known_with_values_checked(capsys) -> None:
+    # a view's input gradient: AOTAutograd replays the view outside the graph (as_strided),
+    # whose backward gives the gradient the input's strides; eager's is contiguous
+    assert sweep.main(["--ops", "view", "--training", "--samples", "1", "--layout", "strided"]) == 0
+    assert "known view[0]: aot_eager returns these strides too (strides (50, 10, 2) vs (25, 5, 1))" in capsys.readouterr().out
+
+
 def test_samples_aot_eager_cannot_compile_are_skipped_not_passed(capsys) -> None:
     # narrow with a tensor start: every backend's trace hits item() (a data-dependent size)
     # and Dynamo runs the frame eagerly, which compares equal: counted apart, not as ok.

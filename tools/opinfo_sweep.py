@@ -11,6 +11,7 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --mode default --device cuda   # kernels compiled for a GPU
     python tools/opinfo_sweep.py --mode region --training  # lite mode, each call in a compile region
     python tools/opinfo_sweep.py --mode default --samples 1 --fallbacks   # what still runs eagerly, and why
+    python tools/opinfo_sweep.py --mode default --layout strided  # inputs as views of every other element
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
 kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow), and
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import itertools
 import logging
 import sys
@@ -47,21 +49,20 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
 # Differences that are not xpu_lite's, in every backend (aot_eager too): counted as "known".
-# name -> (the verdict it explains, why)
+# name -> (the verdict it explains, why). Strides that aot_eager returns too (AOTAutograd's
+# own: a view output replayed outside the graph, a channels_last incoming gradient) are known
+# for every op, with values that match (check).
 KNOWN_TRAINING = {
     name: ("Tensor-likes are not", "an output that is a view of an input is replayed by AOTAutograd outside "
            "the graph; its gradient sums in another order than eager's")
     for name in ("expand", "expand_as", "broadcast_to", "broadcast_tensors")
 }
-KNOWN_TRAINING["ormqr"] = ("strides", "AOTAutograd returns one gradient row-major where eager's is column-major")
 # torch's derivative formulas that branch on tensor subclasses, which the fakes of a trace are
 # (aot_eager gives the same differences):
 KNOWN_TRAINING["masked_fill"] = ("Scalars are not", "masked_fill_backward sums the fill value's gradient as "
                                  "where(mask, grad, 0).sum() for subclasses, masked_select(mask).sum() in eager")
 KNOWN_TRAINING["prod"] = ("Tensor-likes are not", "prod_backward takes its zero-safe cumprod formula for subclasses, "
                           "grad * result / input in eager")
-KNOWN_TRAINING["to"] = ("strides", "AOTAutograd makes the incoming gradient channels_last like the output, and "
-                        "_to_copy's backward keeps it; eager's stays contiguous")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (name or name.variant); default all")
     parser.add_argument("--rtol", type=float, default=1e-4, help="default and region mode")
     parser.add_argument("--atol", type=float, default=1e-5, help="default and region mode")
+    parser.add_argument("--layout", choices=sorted(LAYOUTS), default="sample",
+                        help="how each run's copy of an input tensor is laid out (_run_sample)")
     parser.add_argument("--fallbacks", action="store_true",
                         help="at the end, the eager calls of the compiled graphs by op and reason, most first")
     args = parser.parse_args(argv)
@@ -112,11 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001  (an OpInfo that cannot make samples for this dtype)
             continue
         for k, sample in enumerate(samples):
-            verdict = check(op, sample, args.mode, args.training, tol, fallbacks)
+            verdict = check(op, sample, args.mode, args.training, tol, fallbacks, args.layout)
             if verdict is None:
                 counts["ok"] += 1
             elif verdict.startswith("skip"):
                 counts["skipped"] += 1
+            elif verdict.startswith("known"):
+                counts["known"] += 1
+                print(f"{verdict.replace('known', f'known {_name(op)}[{k}]', 1)}", flush=True)
             elif args.training and verdict.startswith(KNOWN_TRAINING.get(_name(op), ("\0",))[0]):
                 counts["known"] += 1
                 print(f"known {_name(op)}[{k}]: {KNOWN_TRAINING[_name(op)][1]}", flush=True)
@@ -137,9 +143,11 @@ def _name(op) -> str:
 
 
 def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0),
-          fallbacks: collections.Counter[tuple[str, str]] | None = None) -> str | None:
+          fallbacks: collections.Counter[tuple[str, str]] | None = None, layout: str = "sample") -> str | None:
     """None when compiled equals eager, else why not ('skip: ...' when not comparable). The
-    eager calls of the graphs compiled are counted into `fallbacks` by (op, reason)."""
+    eager calls of the graphs compiled are counted into `fallbacks` by (op, reason).
+    `layout`: of every run's input tensors (_run_sample)."""
+    run = functools.partial(_run_sample, layout=layout)
     from xpu_lite import compile_region
     from xpu_lite.backend import xpu_lite_backend
     from xpu_lite.report import capture
@@ -165,28 +173,28 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
     with warnings.catch_warnings(), capture() as reports:
         warnings.simplefilter("ignore")  # deprecation notes of some ops
         try:
-            expected = _run(fn, sample, training)
+            expected = run(fn, sample, training)
         except Exception as exc:  # noqa: BLE001
             return f"skip: eager raises {type(exc).__name__}"
         if expected is None:
             return "skip: no output requires grad"
         try:
-            actual = _run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
+            actual = run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
         except Exception as exc:  # noqa: BLE001
-            if not failures and _aot_eager_fails(fn, sample, training):
+            if not failures and _aot_eager_fails(fn, sample, training, run):
                 return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
             return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
     if fallbacks is not None:
         fallbacks.update((d.op, str(d.reason)) for r in reports for d in r.fallbacks)
     if failures:
-        upstream = _aot_eager_fails(fn, sample, training)
+        upstream = _aot_eager_fails(fn, sample, training, run)
         if upstream:
             return f"skip: aot_eager fails to compile it too ({upstream})"
         return f"xpu_lite failed to compile: {failures[0]!r}"[:300]
     reference = None
     if mode != "lite" and _low_precision(expected):
         try:
-            reference = _run(fn, _upcast(sample), training)
+            reference = run(fn, _upcast(sample), training)
         except Exception as exc:  # noqa: BLE001
             return f"skip: no float64 reference (eager raises {type(exc).__name__} in float64)"
     if mode == "lite" and any(r.kernels for r in reports):
@@ -197,9 +205,15 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
     verdict = _compare(actual, expected, values=values, tol=tol, reference=reference)
     if verdict and mode != "lite" and reference is None and verdict.startswith(VALUE_MISMATCH):
         with contextlib.suppress(Exception):  # no float64 reference: the verdict stands
-            reference = _run(fn, _upcast(sample, FLOAT32_CLOSER), training)
+            reference = run(fn, _upcast(sample, FLOAT32_CLOSER), training)
             verdict = _compare(actual, expected, values=values, tol=tol, reference=reference, closer=FLOAT32_CLOSER)
-    if verdict and _compare(_run(fn, sample, training), expected, values=values, tol=tol, reference=reference):
+    if (verdict and verdict.startswith("strides")
+            and _compare(actual, _aot_eager_run(fn, sample, training, run), values=False, tol=tol) is None):
+        # AOTAutograd's strides: the values decide
+        strides, verdict = verdict, _compare(actual, expected, values=values, tol=tol, reference=reference, strides=False)
+        if verdict is None:
+            return f"known: aot_eager returns these strides too ({strides})"
+    if verdict and _compare(run(fn, sample, training), expected, values=values, tol=tol, reference=reference):
         # cuDNN's transposed convolution, attention's RNG seed outputs: a second eager run differs
         return f"skip: eager is not deterministic here ({verdict[:60]})"
     return verdict
@@ -223,7 +237,7 @@ def _upcast(sample, dtypes=LOW_PRECISION):
     return type(sample)(up(sample.input), args=tree_map(up, sample.args), kwargs=tree_map(up, sample.kwargs))
 
 
-def _aot_eager_fails(fn, sample, training: bool) -> str | None:
+def _aot_eager_fails(fn, sample, training: bool, run) -> str | None:
     """Why aot_eager fails on this sample (raises, or its backend fails and Dynamo falls
     back to eager), or None when it compiles and runs."""
     from torch._dynamo.backends.registry import lookup_backend
@@ -243,20 +257,49 @@ def _aot_eager_fails(fn, sample, training: bool) -> str | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            _run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
+            run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
         except Exception as exc:  # noqa: BLE001
             return type(exc).__name__
     return type(failures[0]).__name__ if failures else None
 
 
-def _run(fn, sample, training: bool):
+def _aot_eager_run(fn, sample, training: bool, run):
+    """`run` of the sample compiled by aot_eager (AOTAutograd without xpu_lite)."""
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run(torch.compile(fn, backend="aot_eager", dynamic=True), sample, training)
+
+
+def _permuted(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` with its dims reversed in memory (dense, not contiguous from rank 2)."""
+    reverse = list(reversed(range(t.dim())))
+    return t.permute(reverse).clone(memory_format=torch.contiguous_format).permute(reverse)
+
+
+def _strided(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` as a view of every other element of a buffer whose elements between are
+    NaN (12 for integers), so a kernel that reads the wrong ones shows."""
+    from torch.testing._internal.common_utils import noncontiguous_like
+
+    return noncontiguous_like(t.contiguous())  # always a new buffer
+
+
+# --layout: an input's copy for a run, with its values ("sample": the sample's own layout,
+# where dense; OpInfo makes some inputs transposed or expanded)
+LAYOUTS = {"sample": torch.Tensor.clone, "strided": _strided, "permuted": _permuted}
+
+
+def _run_sample(fn, sample, training: bool, layout: str = "sample"):
     """Outputs (and, in training, input grads of a fixed weighted sum of the outputs), and
     the input tensors that do not require grad as they are afterwards: an op may update
-    some in place (instance_norm's running stats), and must do so exactly once."""
-    x, args, kwargs = tree_map(
-        lambda t: t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t,
-        (sample.input, sample.args, sample.kwargs),
-    )
+    some in place (instance_norm's running stats), and must do so exactly once. Inputs are
+    fresh copies, laid out as LAYOUTS[layout] lays them out."""
+    def fresh(t):
+        return LAYOUTS[layout](t.detach()).requires_grad_(t.requires_grad)
+
+    x, args, kwargs = tree_map(lambda t: fresh(t) if isinstance(t, torch.Tensor) else t,
+                               (sample.input, sample.args, sample.kwargs))
     torch.manual_seed(0)  # random ops must draw the same numbers in both runs
     out = fn(x, *args, **kwargs)
     plain = [t for t in tree_flatten((x, args, kwargs))[0] if isinstance(t, torch.Tensor) and not t.requires_grad]
@@ -272,9 +315,10 @@ def _run(fn, sample, training: bool):
     return [o.detach() for o in outs], list(torch.autograd.grad(loss, leaves, allow_unused=True)), plain
 
 
-def _compare(actual, expected, values: bool, tol, reference=None, closer=LOW_PRECISION) -> str | None:
-    """None if `actual` matches `expected`, else why not. Tensors of a dtype in `closer` with a
-    float64 `reference` are held to its error multiplier (_against_float64), others to tol."""
+def _compare(actual, expected, values: bool, tol, reference=None, closer=LOW_PRECISION, strides=True) -> str | None:
+    """None if `actual` matches `expected` (in strides too, with `strides`), else why not. Tensors
+    of a dtype in `closer` with a float64 `reference` are held to its error multiplier
+    (_against_float64), others to tol."""
     flat_a, spec_a = tree_flatten(actual)
     flat_e, spec_e = tree_flatten(expected)
     if spec_a != spec_e:
@@ -292,7 +336,7 @@ def _compare(actual, expected, values: bool, tol, reference=None, closer=LOW_PRE
         if e.layout != torch.strided:  # sparse results: no strides; compare their dense values
             a, e = a.to_dense(), e.to_dense()
             r = r.to_dense() if isinstance(r, torch.Tensor) else r
-        elif e.numel() > 1 and _significant_strides(a) != _significant_strides(e):
+        elif strides and e.numel() > 1 and _significant_strides(a) != _significant_strides(e):
             return f"strides {a.stride()} vs {e.stride()}"
         if values and isinstance(r, torch.Tensor) and e.dtype in closer:
             verdict = _against_float64(a, e, r, closer[e.dtype], tol[1])
