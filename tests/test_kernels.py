@@ -320,6 +320,7 @@ def test_views_are_index_math(device: str) -> None:
 COPIES_OF_VIEWS = {  # each op on an (n, 4, 5) input
     "permute_copy": lambda x: torch.ops.aten.permute_copy(x, (2, 0, 1)) * 2,
     "view_copy": lambda x: torch.ops.aten.view_copy(x, (x.shape[0] * x.shape[1], -1)) + 1,
+    "view_copy unviewable": lambda x: torch.ops.aten.view_copy(x.transpose(1, 2), (x.shape[0], -1)),  # eager reshapes
     "slice_copy": lambda x: torch.ops.aten.slice_copy(x, 1, 1, None, 2),
     "select_copy": lambda x: torch.ops.aten.select_copy(x, 2, 1),
     "narrow_copy": lambda x: torch.ops.aten.narrow_copy(x, 1, 1, 2),

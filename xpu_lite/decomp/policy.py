@@ -63,9 +63,18 @@ def _copy_of_view(view: torch._ops.OpOverload) -> Callable[..., Any]:
     return copy
 
 
+def _view_copy(x: torch.Tensor, size: Any) -> torch.Tensor:
+    """view_copy of a contiguous x: its view, copied (by the kernel that reads it). Else a
+    contiguous clone, viewed: eager's reshapes where no view of x's strides has `size`, and
+    the row-major values are the same either way."""
+    if x.is_contiguous():
+        return _copy_of_view(aten.view.default)(x, size)
+    return aten._unsafe_view.default(x.clone(memory_format=torch.contiguous_format), size)
+
+
 # The `_copy` ops of views the core table keeps whole (torch._decomp has no decomposition
 # for some, and core-ATen consumers such as ExecuTorch take them whole).
-_COPIES_OF_VIEWS = {aten.permute_copy.default: aten.permute.default, aten.view_copy.default: aten.view.default,
+_COPIES_OF_VIEWS = {aten.permute_copy.default: aten.permute.default,
                     aten.slice_copy.Tensor: aten.slice.Tensor, aten.select_copy.int: aten.select.int,
                     aten.narrow_copy.default: aten.narrow.default, aten.as_strided_copy.default: aten.as_strided.default,
                     aten.detach_copy.default: aten.detach.default, aten.unbind_copy.int: aten.unbind.int,
@@ -130,6 +139,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
        )},
     **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
        for op, view in _COPIES_OF_VIEWS.items()},
+    aten.view_copy.default: (_view_copy, "view_copy as a contiguous clone, viewed: a copy kernel (eager reshapes where "
+                                         "no view addresses the input's strides)"),
 }
 
 
