@@ -391,6 +391,24 @@ def test_ops_regions_decompose_into_kernels(device: str, name: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1 and not reports[0].fallbacks, reports[0].rows()
 
 
+def test_decompositions_give_eagers_layout_for_permuted_inputs(device: str) -> None:
+    """Found by the sweep's permuted layout (2026-11-26). baddbmm of a transposed self:
+    eager's result (and its meta's, which Dynamo traced the view with) is contiguous, the
+    core decomposition's self + bmm took self's layout, and the view failed to compile.
+    view_copy of strides no view addresses: eager's reshapes; a view was a compile failure."""
+    def fn(x, a, b):
+        return torch.baddbmm(x.transpose(1, 2), a, b, alpha=2).view(x.shape[0], -1), torch.ops.aten.view_copy(x.mT, (-1,))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 6, 7):
+            x, a, b = torch.randn(2, n, 4, device=device), torch.randn(2, 4, 3, device=device), torch.randn(2, 3, n, device=device)
+            for got, expected in zip(compiled(x, a, b), fn(x, a, b), strict=True):
+                assert torch.equal(got, expected) and got.stride() == expected.stride()
+    # one kernel (both results' copies, fused), bmm the one eager call
+    assert xpu_lite.counters.forward_graphs == 1 and reports[0].counts()[2:5] == ("1", "4", "1"), reports[0].rows()
+
+
 def _rotary_like(x, y, s):
     c = (x.cos() * s).unsqueeze(1).transpose(1, 2)  # views of a node tensorify_python_scalars replaces
     return y * c

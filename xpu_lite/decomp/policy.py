@@ -63,6 +63,13 @@ def _copy_of_view(view: torch._ops.OpOverload) -> Callable[..., Any]:
     return copy
 
 
+def _contiguous(decomposition: Callable[..., Any]) -> Callable[..., Any]:
+    def contiguous(*args: Any, **kwargs: Any) -> Any:
+        return decomposition(*args, **kwargs).contiguous()
+
+    return contiguous
+
+
 def _view_copy(x: torch.Tensor, size: Any) -> torch.Tensor:
     """view_copy of a contiguous x: its view, copied (by the kernel that reads it). Else a
     contiguous clone, viewed: eager's reshapes where no view of x's strides has `size`, and
@@ -139,6 +146,9 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
        )},
     **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
        for op, view in _COPIES_OF_VIEWS.items()},
+    aten.baddbmm.default: (_contiguous(compat.decomposition_table[aten.baddbmm.default]),
+                           "baddbmm's core decomposition, contiguous as eager's result (and its meta's): its "
+                           "self + bmm would take self's layout"),
     aten.view_copy.default: (_view_copy, "view_copy as a contiguous clone, viewed: a copy kernel (eager reshapes where "
                                          "no view addresses the input's strides)"),
 }
