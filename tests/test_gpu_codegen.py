@@ -123,12 +123,15 @@ def test_view_and_broadcast_kernels_compile_for_cuda(captured) -> None:
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
-def test_small_integer_reading_kernels_compile_for_cuda(captured) -> None:
-    """uint8/int8/int16 pointers (*u8, *i8, *i16) read as int32 by casts and comparisons."""
-    read = lambda x, y, z: ((x.float() / 255.0).half(), x > -1, y.to(torch.int64) + 1, z == 3)  # noqa: E731
+def test_small_integer_kernels_compile_for_cuda(captured) -> None:
+    """uint8/int8/int16 pointers (*u8, *i8, *i16) read as int32 by casts and comparisons, and
+    results of those dtypes: wrapped (shifts, masks) and stored by a truncating cast."""
+    read = lambda x, y, z: ((x.float() / 255.0).half(), x > -1, y.to(torch.int64) + 1, z == 3,  # noqa: E731
+                            torch.maximum(x * 3 - 7, x), (~y).abs() + y, (z * z).clamp(min=-3), (x.float() * 1.5).to(torch.uint8))
     _run(read, torch.randint(0, 256, (4, 6), dtype=torch.uint8), torch.randint(-128, 128, (4, 6), dtype=torch.int8),
          torch.randint(-9, 9, (4, 6), dtype=torch.int16))
     assert {b.dtype for k in captured for b in k.inputs} >= {torch.uint8, torch.int8, torch.int16}
+    assert {b.dtype for k in captured for b in k.outputs} >= {torch.uint8, torch.int8, torch.int16}
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 

@@ -225,8 +225,8 @@ def test_small_integer_inputs_are_read_by_casts_and_comparisons(device: str, dty
     buffers as int32 (every value exact) in casts to the other dtypes, comparisons and
     logical ops (before 2026-11-26 each was an eager call). A Python int compared with them
     is converted to their dtype first, wrapping, as eager does: `u8 > -1` compares with
-    255, `u8 == 259` with 3. Results of those dtypes, and a 0-dim tensor of another dtype
-    compared with them (wrapped at run time in eager), stay eager calls, with the reason."""
+    255, `u8 == 259` with 3. A 0-dim tensor of another dtype compared with them, or added
+    to them (wrapped at run time in eager), stays an eager call, with the reason."""
     def fn(x, y, mean):
         return ((x.float() / 255.0 - mean) * 2).half(), x.to(torch.int64) + 1, x.bool(), x > -1, x < 300, x == 259, \
             x != y, x.logical_and(y), (x <= 7).logical_or(y == 0)
@@ -239,10 +239,42 @@ def test_small_integer_inputs_are_read_by_casts_and_comparisons(device: str, dty
         mean = torch.rand(3, 1, device=device)
         assert_bitwise(compiled(x, y, mean), fn(x, y, mean))
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
-    wrapped = lambda x: (x.neg(), x > torch.tensor(-1, device=device))  # noqa: E731
+    wrapped = lambda x: (x + torch.tensor(1, device=device), x > torch.tensor(-1, device=device))  # noqa: E731
     reasons = {row[2]: row[4] for row in xpu_lite.explain(wrapped, x).rows() if row[3] == "fallback"}
-    assert f"a {str(dtype).removeprefix('torch.')} result" in reasons["aten.neg.default"], reasons
+    name = str(dtype).removeprefix("torch.")
+    assert f"a {name} result of an operand wider than {name} (eager wraps it first)" in reasons["aten.add.Tensor"], reasons
     assert "compared with Python scalars or tensors of their own dtype" in reasons["aten.gt.Tensor"], reasons
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16], ids=["uint8", "int8", "int16"])
+def test_small_integer_results_wrap_as_eagers(device: str, dtype: torch.dtype) -> None:
+    """uint8/int8/int16 results are kernels (since 2026-11-26): computed in int32 and wrapped
+    to the dtype wherever read, as eager's arithmetic wraps at every op (`x * 3 - 7` wraps
+    before the maximum reads it), and by the store's truncating cast; reductions, scans,
+    placing ops and lookups read and store them so too. A float cast to them
+    goes through int64, as c10 casts to uint8 (-1.5 is 255, 300.7 is 44, 3e9 is 0). An int out of the
+    dtype's range (eager wraps or raises, op by op) keeps the op, with the reason."""
+    def fn(x, y, f):
+        wrapped = x * 3 - 7
+        return wrapped, torch.maximum(wrapped, x), (~y).abs() + y * y, torch.where(x > 5, x, y), \
+            f.to(dtype), (f / 2).to(dtype).to(torch.int32), x.clamp(min=3, max=90) * 2, torch.full_like(x, 9) - x, \
+            wrapped.float().sum(-1), wrapped.amax(-1), wrapped.sum(-1), wrapped.sum(0, dtype=dtype), wrapped.cummax(-1), \
+            torch.cat([x, wrapped], 1), F.pad(wrapped, (1, 2), value=7), wrapped.flip(0)[:, [2, 0]]
+
+    info = torch.iinfo(dtype)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8):
+        x, y = (torch.randint(info.min, info.max + 1, (3, n), dtype=dtype, device=device) for _ in range(2))
+        x[0, :4] = torch.tensor([info.min, info.max, 0, -1 if dtype.is_signed else 255], dtype=dtype)
+        # floats out of a signed dtype's range are undefined in C++ (cpu wraps, cuda saturates)
+        f = torch.randn(3, n, device=device) * 200 if dtype == torch.uint8 else (torch.rand(3, n, device=device) - 0.5) * info.max
+        if dtype == torch.uint8:
+            f[0, :4] = torch.tensor([-1.5, 300.7, 40.2, 3e9])
+        assert_bitwise(compiled(x, y, f), fn(x, y, f))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    out_of_range = lambda x: x + 100000  # noqa: E731
+    reasons = {row[2]: row[4] for row in xpu_lite.explain(out_of_range, x).rows() if row[3] == "fallback"}
+    assert f"of the int 100000, out of {str(dtype).removeprefix('torch.')}'s range" in reasons["aten.add.Tensor"], reasons
 
 
 def test_nan_propagates_like_torch(device: str) -> None:

@@ -439,6 +439,8 @@ MATH: MathTable = {
     # float32: to nearest even (the interpreter's fp32 -> bf16 cast truncates: by hand)
     "round_float16": "{0}.to(tl.float16).to(tl.float32)",
     "round_bfloat16": BF16_BY_HAND,
+    # an int32 value as a uint8/int8/int16 tensor holds it (KernelBuilder.round_to), still int32
+    "wrap_uint8": "{0} & 255", "wrap_int8": "({0} << 24) >> 24", "wrap_int16": "({0} << 16) >> 16",
     # the argument of a real number, as eager's angle_impl: NaN stays, pi below 0 (-0.0: 0)
     "angle": "tl.where({0} != {0}, {0}, tl.where({0} < 0.0, " + _PI + ", 0.0))",
     **INTERPRETER_FUNCTIONS,

@@ -18,7 +18,8 @@ import torch
 import torch.fx
 
 from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
-from .pointwise import ALL, FLOATS, INTS, _arg, _out_cdt, _scalar_ok, _tensor_rejection
+from .pointwise import (FLOATS, INTS, READABLE, SMALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection,
+                        small_scalar_rejection)
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -38,7 +39,7 @@ def _rejection(node: torch.fx.Node, tensors: list[Any], ints: dict[str, Any]) ->
     """Shared by the checkers: a non-empty strided result and inputs of the kernel dtypes,
     no keyword arguments, and each of `ints` (name -> argument) a Python int or None."""
     val = node.meta.get("val")
-    if (why := _tensor_rejection(val, ALL, "result")) is not None:
+    if (why := _tensor_rejection(val, READABLE, "result")) is not None:
         return why
     if val.dim() == 0 or any(isinstance(s, int) and s == 0 for s in val.shape):
         return "a statically empty or 0-dim result: nothing to place"
@@ -47,7 +48,7 @@ def _rejection(node: torch.fx.Node, tensors: list[Any], ints: dict[str, Any]) ->
     for tensor in tensors:
         if not isinstance(tensor, torch.fx.Node):
             return "an input that is not a graph node"
-        if (why := _tensor_rejection(tensor.meta.get("val"), ALL, "input")) is not None:
+        if (why := _tensor_rejection(tensor.meta.get("val"), READABLE, "input")) is not None:
             return why
     for name, value in ints.items():
         if not (value is None or type(value) is int):
@@ -76,10 +77,14 @@ def _skipped(tensor: torch.fx.Node) -> bool:
 
 def _check_pad(node: torch.fx.Node) -> str | None:
     value = _arg_at(node, 2, 0)
-    why = _rejection(node, [node.args[0]], {})  # pad widths may be SymInts
-    if why is None and not _scalar_ok(value):
+    if (why := _rejection(node, [node.args[0]], {})) is not None:  # pad widths may be SymInts
+        return why
+    if not _scalar_ok(value):
         return f"the fill value {value!r} is not a kernel literal (bool, float, int64 int)"
-    return why
+    dtype = node.meta["val"].dtype
+    if dtype in SMALL and not (float(value).is_integer() and small_scalar_rejection(int(value), dtype) is None):
+        return f"the fill value {value!r} is not a {dtype} value (eager converts it, checking its range)"
+    return None
 
 
 def _check_slice_scatter(node: torch.fx.Node) -> str | None:

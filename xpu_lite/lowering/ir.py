@@ -58,16 +58,18 @@ class Buffer:
 
 
 COMPUTE_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
-# uint8/int8/int16 buffers are only read, by casts to the other dtypes (an image's
-# `x.float()`): loaded as int32, which holds every value exactly
-READ_ONLY_DTYPES = (torch.uint8, torch.int8, torch.int16)
-STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool) + READ_ONLY_DTYPES
+# uint8/int8/int16 values are computed in int32, which holds every value exactly, and
+# wrapped to their dtype where read (KernelBuilder.round_to: eager's arithmetic wraps at
+# every op) and by the store's truncating cast
+WRAPS = {torch.uint8: "wrap_uint8", torch.int8: "wrap_int8", torch.int16: "wrap_int16"}
+SMALL_INTS = tuple(WRAPS)
+STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool) + SMALL_INTS
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """fp16/bf16 are computed in fp32 (and rounded once, on store, or where a value leaves
-    its dtype: ROUNDINGS); uint8/int8/int16 values (read only) in int32."""
-    return torch.float32 if dtype in ROUNDINGS else torch.int32 if dtype in READ_ONLY_DTYPES else dtype
+    its dtype: ROUNDINGS); uint8/int8/int16 values in int32 (wrapped: WRAPS)."""
+    return torch.float32 if dtype in ROUNDINGS else torch.int32 if dtype in WRAPS else dtype
 
 
 # the math-table op rounding a float32 value to each dtype computed in float32
@@ -288,7 +290,7 @@ def verify(kernel: Kernel) -> Kernel:
     buffers = {b.name for b in (*kernel.inputs, *kernel.outputs)}
     every_value = {value_symbol(j) for j in range(len(kernel.values))}
     for buf in (*kernel.inputs, *kernel.outputs):
-        if buf.dtype not in STORAGE_DTYPES or (buf in kernel.outputs and buf.dtype in READ_ONLY_DTYPES):
+        if buf.dtype not in STORAGE_DTYPES:
             raise IRError(f"{kernel.name}: buffer {buf.name} has unsupported dtype {buf.dtype}")
     for i, value in enumerate(kernel.values):
         if value.dtype not in COMPUTE_DTYPES:

@@ -268,21 +268,23 @@ class KernelBuilder:
         return self._add(ir.Compute("to", (value,), dtype, node.name))
 
     def round_to(self, value: int, dtype: torch.dtype, node: torch.fx.Node) -> int:
-        """`value` (float32) as a float16/bfloat16 tensor holds it: rounded to nearest even,
-        unless it is already (a load of a `dtype` buffer, an earlier rounding to `dtype`); a
-        constant is rounded here, as eager converts a Python float (through float32).
-        Values of those dtypes are otherwise computed in float32 and rounded once, on store:
-        this is where one leaves its dtype inside a kernel (see build_group)."""
-        current, op = self.values[value], ir.ROUNDINGS[dtype]
+        """`value` as a `dtype` tensor holds it: a float32 value rounded to float16/bfloat16
+        (nearest even), an int32 value wrapped to uint8/int8/int16; unless it is already (a
+        load of a `dtype` buffer, an earlier rounding to `dtype`). A constant is converted
+        here, as eager converts a Python float (through float32). Values of those dtypes are
+        otherwise computed in float32 (int32) and rounded once, on store: this is where one
+        leaves its dtype inside a kernel (see build_group)."""
+        current, op = self.values[value], {**ir.ROUNDINGS, **ir.WRAPS}[dtype]
+        compute = ir.compute_dtype(dtype)
         if isinstance(current, ir.Compute) and current.op == op:
             return value
         if isinstance(current, ir.Load) and any(b.name == current.buffer and b.dtype == dtype for b in self.inputs.values()):
             return value
         if isinstance(current, ir.Constant):
             with real_tensors():  # compiling: under a fake tensor mode
-                rounded = torch.tensor(float(current.value), dtype=torch.float32).to(dtype).item()
-            return self.constant(rounded, torch.float32)
-        return self._add(ir.Compute(op, (self.cast(value, torch.float32, node),), torch.float32, node.name))
+                held = torch.tensor(current.value, dtype=compute).to(dtype).item()
+            return self.constant(held, compute)
+        return self._add(ir.Compute(op, (self.cast(value, compute, node),), compute, node.name))
 
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:
         if op == "where" and (known := self._known_int(operands[0])) is not None:
@@ -425,8 +427,11 @@ def _leaving_its_dtype(builder: KernelBuilder, value: int, arg: torch.fx.Node, n
     """A float16/bfloat16 value computed in the kernel (float32, not yet rounded) as `node`
     reads it: rounded where node's result has another dtype (`.float()`, a comparison, an
     argmax, a float32 softmax), as eager's tensor holds it; unrounded where node computes in
-    the same dtype, rounded once at its store (as Inductor does)."""
+    the same dtype, rounded once at its store (as Inductor does). A uint8/int8/int16 value
+    (int32, not yet wrapped) is wrapped for every reader, as eager's arithmetic wraps."""
     dtype, out = arg.meta["val"].dtype, node.meta["val"]
+    if dtype in ir.WRAPS:  # wrapped for every reader: the next op's result depends on it
+        return builder.round_to(value, dtype, node)
     if dtype not in ir.ROUNDINGS or (isinstance(out, torch.Tensor) and out.dtype == dtype):
         return value
     return builder.round_to(value, dtype, node)

@@ -2,13 +2,15 @@
 rule that adds values to the kernel being built.
 
 Dtypes: float32, float16, bfloat16 (computed in fp32, rounded once on store), int32, int64
-and bool; uint8, int8 and int16 inputs of casts, comparisons and logical ops (read as
-int32: ir.READ_ONLY_DTYPES). Type promotion is torch's: the output dtype is read from the
-node's fake value and operands are cast to its compute dtype. Python int/float/bool scalars become
-constants (Dynamo specializes Python floats, so a literal costs no extra compile); SymInt
-scalars are computed in the kernel from its runtime size arguments, SymFloat ones (1 / numel
-in a norm's backward) by the wrapper, passed as a float32 argument. Anything else (float64,
-complex, ints beyond int64) falls back with "no lowering".
+and bool; uint8, int8 and int16 (computed in int32, wrapped where read: ir.WRAPS) as
+inputs, and as results of casts, copies, fills and the ops exact in int32 then wrapped
+(add, sub, mul, neg, abs, bitwise, where, clamps, maxima). Type promotion is torch's: the
+output dtype is read from the node's fake value and operands are cast to its compute dtype.
+Python int/float/bool scalars become constants (Dynamo specializes Python floats, so a
+literal costs no extra compile); SymInt scalars are computed in the kernel from its runtime
+size arguments, SymFloat ones (1 / numel in a norm's backward) by the wrapper, passed as a
+float32 argument. Anything else (float64, complex, ints beyond int64) falls back with "no
+lowering". Division with a rounding mode, fmod and remainder: division.py.
 """
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from typing import Any
 import torch
 import torch.fx
 
-from .. import _torch_compat as compat
 from . import ir
 from .registry import LOWERINGS
 
@@ -28,7 +29,12 @@ FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 INTS = (torch.int32, torch.int64)
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + (torch.bool,)
-READABLE = ALL + ir.READ_ONLY_DTYPES  # what casts, comparisons and logical ops read
+SMALL = ir.SMALL_INTS
+READABLE = ALL + SMALL  # every dtype a kernel loads and stores
+WRAPPING = NUMERIC + SMALL  # results of the ops that wrap uint8/int8/int16 as eager does
+# ops whose uint8/int8/int16 result converts any operand (int64 to uint8 wraps, as in eager)
+_CASTS = frozenset({prims.convert_element_type.default, aten._to_copy.default, aten.clone.default,
+                    aten.lift_fresh_copy.default, aten.copy.default})
 Rule = Callable[..., int]
 
 
@@ -70,6 +76,8 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
             return why
         if any(isinstance(s, int) and s == 0 for s in val.shape):
             return "a statically empty result: nothing to compute, eager makes it"
+        if val.dtype in SMALL and node.target not in _CASTS and (why := _not_of_small_result(node, val.dtype)):
+            return why
         for key, value in node.kwargs.items():
             allowed = (kwargs or {}).get(key, ("absent",))
             if allowed is not None and value not in allowed:
@@ -94,6 +102,34 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
         return None
 
     return check
+
+
+def _not_of_small_result(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
+    """Why the operands of a uint8/int8/int16 result (not a cast) are not all values of its
+    dtype, or None: tensors of a dtype that converts to it exactly, Python ints in its range.
+    Eager wraps a wider 0-dim tensor or SymInt to the dtype first, and an int out of range
+    too, or raises (clamp's bounds); a kernel's int32 op on the unwrapped value would give
+    another result."""
+    name = str(dtype).removeprefix("torch.")
+    for arg in (*node.args, *node.kwargs.values()):
+        val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        if isinstance(arg, torch.fx.Node) and not isinstance(val, torch.Tensor):
+            return f"a {name} result of a size or scalar operand (eager wraps it to {name} at run time)"
+        if isinstance(arg, torch.fx.Node) and torch.promote_types(val.dtype, dtype) != dtype:
+            return f"a {name} result of an operand wider than {name} (eager wraps it first)"
+        if (why := small_scalar_rejection(val, dtype)) is not None:
+            return why
+    return None
+
+
+def small_scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
+    """Why a Python scalar is not a value of uint8/int8/int16 `dtype` as given, or None."""
+    name, info = str(dtype).removeprefix("torch."), torch.iinfo(dtype)
+    if type(value) is int and not info.min <= value <= info.max:
+        return f"a {name} result of the int {value}, out of {name}'s range (eager wraps it or raises, op by op)"
+    if type(value) is float:
+        return f"a {name} result of the float {value} (eager converts it, checking its range op by op)"
+    return None
 
 
 def _out_cdt(node: torch.fx.Node) -> torch.dtype:
@@ -188,7 +224,7 @@ def _wrapped_scalars(node: torch.fx.Node, operands: tuple[Any, ...]) -> tuple[An
     """Python int operands of a comparison whose operands promote to uint8/int8/int16, as
     eager converts them to that dtype, wrapping (`u8 > -1` compares with 255, `u8 == 259`
     with 3); the tensors' values are exact in int32."""
-    if len(node.args) < 2 or (common := _common_dtype(node)) not in ir.READ_ONLY_DTYPES:
+    if len(node.args) < 2 or (common := _common_dtype(node)) not in SMALL:
         return operands
     bits = 8 * common.itemsize
 
@@ -202,7 +238,7 @@ def _wrapped_scalars(node: torch.fx.Node, operands: tuple[Any, ...]) -> tuple[An
 def _no_wrapped_tensor(node: torch.fx.Node) -> bool:
     """Operands that promote to uint8/int8/int16 are of that dtype, or Python scalars (a 0-dim
     tensor of another dtype, or a SymInt, would be wrapped at run time)."""
-    if len(node.args) < 2 or (common := _common_dtype(node)) not in ir.READ_ONLY_DTYPES:
+    if len(node.args) < 2 or (common := _common_dtype(node)) not in SMALL:
         return True
     return all(getattr(a.meta["val"], "dtype", None) == common for a in node.args[:2] if isinstance(a, torch.fx.Node))
 
@@ -258,9 +294,11 @@ def _cast_to_node(b: Any, node: torch.fx.Node, x: Any, source: Any) -> int:
     bfloat16 from another dtype rounds: the user asked for it (`x - x.half().float()` is
     the rounding error, not 0), where a value computed in those dtypes is rounded once, on
     store (ir.compute_dtype)."""
-    value = _arg(b, x, _out_cdt(node), node)
     dtype = node.meta["val"].dtype
     from_dtype = source.meta["val"].dtype if isinstance(source, torch.fx.Node) else None
+    if dtype in SMALL and from_dtype is not None and from_dtype.is_floating_point:
+        x = Ref(_arg(b, x, torch.int64, node))  # through int64, as eager's c10 casts to uint8
+    value = _arg(b, x, _out_cdt(node), node)
     if dtype in ir.ROUNDINGS and from_dtype != dtype:
         return b.round_to(value, dtype, node)
     return value
@@ -280,44 +318,6 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (value,), node, cdt)
 
 
-_DIV_MODES = (aten.div.Tensor_mode, aten.div.Scalar_mode)
-
-
-def _check_division(node: torch.fx.Node) -> str | None:
-    """fmod / remainder, and div with rounding_mode trunc or floor: floats; integers only by
-    an int literal other than 0 (integer division by zero raises in eager, a kernel cannot)
-    and -1 (INT_MIN % -1 and INT_MIN // -1 overflow), or by a size at least 1."""
-    val = node.meta.get("val")
-    kwargs = {"rounding_mode": ("trunc", "floor", None)} if node.target in _DIV_MODES else None
-    if not isinstance(val, torch.Tensor) or val.dtype not in INTS:
-        return checker(FLOATS, ALL, kwargs)(node)
-    divisor = node.args[1]
-    if not (type(divisor) is int and divisor not in (0, -1) or _positive_size(divisor, val)):
-        what = repr(divisor) if not isinstance(divisor, torch.fx.Node) else "a tensor" if isinstance(
-            divisor.meta.get("val"), torch.Tensor) else "a size that may be 0"
-        return (f"an integer {node.target.__name__.split('.')[0]} by {what}: integers only by an int literal other "
-                "than 0 (eager raises on a zero divisor, a kernel cannot) and -1, or a size provably at least 1")
-    return checker(INTS, INTS, kwargs)(node)
-
-
-def _positive_size(divisor: Any, fake: torch.Tensor) -> bool:
-    """A SymInt divisor the ShapeEnv proves at least 1 (roll's `% size`, say)."""
-    val = divisor.meta.get("val") if isinstance(divisor, torch.fx.Node) else None
-    return isinstance(val, torch.SymInt) and compat.provably_positive(compat.sym_expr(val), fake)
-
-
-def _mod(op: str) -> Rule:
-    """Integers: C's truncating `%` (LLVM srem; the interpreter's numpy fmod), then
-    remainder's sign fix, in the "_int" entries of the math table."""
-
-    def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
-        cdt = _out_cdt(node)
-        name = op + "_int" if cdt in INTS else op
-        return b.compute(name, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
-
-    return rule
-
-
 def _add_sub(op: str) -> Rule:
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
         cdt = _out_cdt(node)
@@ -328,39 +328,6 @@ def _add_sub(op: str) -> Rule:
         return b.compute(op, (_arg(b, x, cdt, node), other), node, cdt)
 
     return rule
-
-
-def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
-    """Integers (by a literal other than 0 and -1, or a size: _check_division): C's truncating `//`
-    on both targets (the interpreter emulates it), floored where the remainder's sign differs
-    from the divisor's, in the "_int" entries of the math table."""
-    mode = node.kwargs.get("rounding_mode")
-    cdt = _out_cdt(node)
-    a, d = _arg(b, x, cdt, node), _arg(b, y, cdt, node)
-    if cdt in INTS:
-        return b.compute("div_floor_int" if mode == "floor" else "div_trunc_int", (a, d), node, cdt)
-    if mode == "floor":
-        return _floor_divide(b, node, a, d, cdt)
-    return b.compute("div_trunc" if mode == "trunc" else "truediv", (a, d), node, cdt)
-
-
-def _floor_divide(b: Any, node: torch.fx.Node, a: int, d: int, cdt: torch.dtype) -> int:
-    """torch's div_floor_floating step by step: from fmod, so 1.0 // 0.1 is 9.0 as in eager
-    (floor(1.0 / 0.1) is 10.0); a zero divisor gives a / d; a zero quotient keeps its sign."""
-    def op(name: str, *args: int, dtype: torch.dtype = cdt) -> int:
-        return b.compute(name, args, node, dtype)
-
-    one, half, zero = (b.constant(v, cdt) for v in (1.0, 0.5, 0.0))
-    mod = op("fmod", a, d)
-    div = op("truediv", op("sub", a, mod), d)
-    signs_differ = op("ne", op("lt", d, zero, dtype=torch.bool), op("lt", mod, zero, dtype=torch.bool), dtype=torch.bool)
-    div = op("where", op("logical_and", op("ne", mod, zero, dtype=torch.bool), signs_differ, dtype=torch.bool), op("sub", div, one), div)
-    floor = op("floor", div)
-    floor = op("where", op("gt", op("sub", div, floor), half, dtype=torch.bool), op("add", floor, one), floor)
-    quotient = op("truediv", a, d)
-    signed_zero = op("signed_zero", quotient)
-    floor = op("where", op("ne", div, zero, dtype=torch.bool), floor, signed_zero)
-    return op("where", op("eq", d, zero, dtype=torch.bool), quotient, floor)
 
 
 _POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
@@ -449,21 +416,18 @@ def _neg(b: Any, node: torch.fx.Node, x: Any) -> int:
     return b.compute("fneg" if cdt.is_floating_point else "neg", (_arg(b, x, cdt, node),), node, cdt)
 
 
-_reg((aten.neg.default,), checker(NUMERIC, NUMERIC), _neg)
+_reg((aten.neg.default,), checker(WRAPPING, WRAPPING), _neg)
 for _op in ["abs", "relu", "sign"]:
-    _reg((getattr(aten, _op).default,), checker(NUMERIC, NUMERIC), _elementwise(_op, 1))
+    _reg((getattr(aten, _op).default,), checker(WRAPPING, WRAPPING), _elementwise(_op, 1))
 for _op in ["isnan", "isinf"]:
     _reg((getattr(aten, _op).default,), checker((torch.bool,), FLOATS), _compare(_op))
 
-_reg((aten.add.Tensor, aten.add.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("add"))
-_reg((aten.sub.Tensor, aten.sub.Scalar), checker(NUMERIC, ALL, {"alpha": None}), _add_sub("sub"))
-_reg((aten.mul.Tensor, aten.mul.Scalar), checker(ALL, ALL), _or_on_bools("mul", "logical_and"))
-_reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, ALL), _elementwise("truediv", 2))
-_reg(_DIV_MODES, _check_division, _div_mode)
-_reg((aten.maximum.default,), checker(NUMERIC, ALL), _elementwise("maximum", 2))
-_reg((aten.minimum.default,), checker(NUMERIC, ALL), _elementwise("minimum", 2))
-_reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_division, _mod("remainder"))
-_reg((aten.fmod.Tensor, aten.fmod.Scalar), _check_division, _mod("fmod"))
+_reg((aten.add.Tensor, aten.add.Scalar), checker(WRAPPING, READABLE, {"alpha": None}), _add_sub("add"))
+_reg((aten.sub.Tensor, aten.sub.Scalar), checker(WRAPPING, READABLE, {"alpha": None}), _add_sub("sub"))
+_reg((aten.mul.Tensor, aten.mul.Scalar), checker(READABLE, READABLE), _or_on_bools("mul", "logical_and"))
+_reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, READABLE), _elementwise("truediv", 2))
+_reg((aten.maximum.default,), checker(WRAPPING, READABLE), _elementwise("maximum", 2))
+_reg((aten.minimum.default,), checker(WRAPPING, READABLE), _elementwise("minimum", 2))
 _reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar),
@@ -472,30 +436,31 @@ for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
 for _op in ["logical_and", "logical_or", "logical_xor"]:
     _reg((getattr(aten, _op).default,), checker((torch.bool,), READABLE), _logical(_op))
 _reg((aten.logical_not.default,), checker((torch.bool,), READABLE), _logical("logical_not"))
+_BITS = INTS + SMALL + (torch.bool,)
 for _op in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
-    _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker(INTS + (torch.bool,), INTS + (torch.bool,)), _elementwise(_op, 2))
-_reg((aten.bitwise_not.default,), checker(INTS + (torch.bool,), INTS + (torch.bool,)), _elementwise("bitwise_not", 1))
-_reg((aten.where.self,), checker(ALL, ALL), _where)
-_reg((aten.clamp.default,), checker(NUMERIC, NUMERIC, {"min": None, "max": None}), _clamp(("min", "max"), (None, None)))
-_reg((aten.clamp.Tensor,), checker(NUMERIC, NUMERIC, {"min": None, "max": None}), _clamp(("min", "max"), (None, None)))
-_reg((aten.clamp_min.default, aten.clamp_min.Tensor), checker(NUMERIC, NUMERIC), _elementwise("clamp_min", 2))
-_reg((aten.clamp_max.default, aten.clamp_max.Tensor), checker(NUMERIC, NUMERIC), _elementwise("clamp_max", 2))
+    _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar), checker(_BITS, _BITS), _elementwise(_op, 2))
+_reg((aten.bitwise_not.default,), checker(_BITS, _BITS), _elementwise("bitwise_not", 1))
+_reg((aten.where.self,), checker(READABLE, READABLE), _where)
+_reg((aten.clamp.default,), checker(WRAPPING, WRAPPING, {"min": None, "max": None}), _clamp(("min", "max"), (None, None)))
+_reg((aten.clamp.Tensor,), checker(WRAPPING, WRAPPING, {"min": None, "max": None}), _clamp(("min", "max"), (None, None)))
+_reg((aten.clamp_min.default, aten.clamp_min.Tensor), checker(WRAPPING, WRAPPING), _elementwise("clamp_min", 2))
+_reg((aten.clamp_max.default, aten.clamp_max.Tensor), checker(WRAPPING, WRAPPING), _elementwise("clamp_max", 2))
 _reg((aten.hardtanh.default,), checker(FLOATS, FLOATS), _clamp(("min_val", "max_val"), (-1.0, 1.0)))
 _reg((aten.leaky_relu.default,), checker(FLOATS, FLOATS), _with_scalars("leaky_relu", ("negative_slope",), (0.01,)))
 _reg((aten.elu.default,), checker(FLOATS, FLOATS), _with_scalars("elu", ("alpha", "scale", "input_scale"), (1.0, 1.0, 1.0)))
 _reg((aten.gelu.default,), checker(FLOATS, FLOATS, {"approximate": ("none", "tanh")}), _gelu)
 _reg((aten.round.decimals,), checker(FLOATS, FLOATS, {"decimals": None}), _round_decimals)
 _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf": None, "neginf": None}), _nan_to_num)
-_reg((prims.convert_element_type.default,), checker(ALL, READABLE, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
-_reg((aten._to_copy.default,), checker(ALL, READABLE, {"dtype": None, "layout": (torch.strided, None), "device": None,
+_reg((prims.convert_element_type.default,), checker(READABLE, READABLE, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
+_reg((aten._to_copy.default,), checker(READABLE, READABLE, {"dtype": None, "layout": (torch.strided, None), "device": None,
                                                   "memory_format": None},  # any: stored at the node's strides, as clone
      extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
-_reg((aten.clone.default,), checker(ALL, ALL, {"memory_format": None}), _convert)
-_reg((aten.lift_fresh_copy.default,), checker(ALL, ALL), _convert)  # a fresh copy of a graph constant
-LOWERINGS.register(aten.copy.default, checker=checker(ALL, ALL, {"non_blocking": None}), unread=(0,))(_copy)
+_reg((aten.clone.default,), checker(READABLE, READABLE, {"memory_format": None}), _convert)
+_reg((aten.lift_fresh_copy.default,), checker(READABLE, READABLE), _convert)  # a fresh copy of a graph constant
+LOWERINGS.register(aten.copy.default, checker=checker(READABLE, READABLE, {"non_blocking": None}), unread=(0,))(_copy)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
 _LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]), "a fill value that is a kernel literal")
-_reg((aten.full.default,), checker(ALL, ALL, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
-_reg((aten.scalar_tensor.default,), checker(ALL, ALL, _SAME_DEVICE), _full)
-_reg((aten.fill.Scalar,), checker(ALL, ALL), _full)
-_reg((aten.full_like.default,), checker(ALL, ALL, {**_SAME_DEVICE, "memory_format": None}, extra=_LITERAL_FILL), _full)
+_reg((aten.full.default,), checker(READABLE, READABLE, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
+_reg((aten.scalar_tensor.default,), checker(READABLE, READABLE, _SAME_DEVICE), _full)
+_reg((aten.fill.Scalar,), checker(READABLE, READABLE), _full)
+_reg((aten.full_like.default,), checker(READABLE, READABLE, {**_SAME_DEVICE, "memory_format": None}, extra=_LITERAL_FILL), _full)

@@ -24,7 +24,7 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import ALL, FLOATS, NUMERIC, _arg, _tensor_rejection
+from .pointwise import FLOATS, READABLE, WRAPPING, _arg, _tensor_rejection
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -89,7 +89,7 @@ def _checker(inputs: tuple[torch.dtype, ...], kwargs: tuple[str, ...] = (),
         results = node.meta.get("val")
         results = results if isinstance(results, (tuple, list)) else (results,)
         for r in results:
-            if (why := _tensor_rejection(r, ALL, "result")) is not None:
+            if (why := _tensor_rejection(r, READABLE, "result")) is not None:
                 return why
         if any(isinstance(s, int) and s == 0 for s in x.meta["val"].shape):
             return "a statically empty input: eager knows the identity or the error"
@@ -257,23 +257,23 @@ def _reg(targets: tuple[Any, ...], check: Callable[[torch.fx.Node], bool], rule:
     LOWERINGS.register(*targets, checker=check, reduces=reduced_dims)(rule)
 
 
-_reg((aten.sum.dim_IntList, aten.sum.default), _checker(ALL, ("dtype",)), _accumulate("sum"))
-_reg((aten.prod.dim_int, aten.prod.default), _checker(ALL, ("dtype",)), _accumulate("prod"))
+_reg((aten.sum.dim_IntList, aten.sum.default), _checker(READABLE, ("dtype",)), _accumulate("sum"))
+_reg((aten.prod.dim_int, aten.prod.default), _checker(READABLE, ("dtype",)), _accumulate("prod"))
 _reg((aten.mean.dim, aten.mean.default), _checker(FLOATS, ("dtype",)), _mean)
-_reg((aten.amax.default, aten.max.default), _checker(NUMERIC), _extreme("max"))
-_reg((aten.amin.default, aten.min.default), _checker(NUMERIC), _extreme("min"))
-_reg((aten.max.dim,), _checker(NUMERIC), _with_index("max"))
-_reg((aten.min.dim,), _checker(NUMERIC), _with_index("min"))
-_reg((aten.argmax.default,), _checker(NUMERIC), _arg_extreme("argmax"))
-_reg((aten.argmin.default,), _checker(NUMERIC), _arg_extreme("argmin"))
-_reg((aten.any.default, aten.any.dim, aten.any.dims), _checker(ALL), _boolean("any"))
-_reg((aten.all.default, aten.all.dim, aten.all.dims), _checker(ALL), _boolean("all"))
+_reg((aten.amax.default, aten.max.default), _checker(WRAPPING), _extreme("max"))
+_reg((aten.amin.default, aten.min.default), _checker(WRAPPING), _extreme("min"))
+_reg((aten.max.dim,), _checker(WRAPPING), _with_index("max"))
+_reg((aten.min.dim,), _checker(WRAPPING), _with_index("min"))
+_reg((aten.argmax.default,), _checker(WRAPPING), _arg_extreme("argmax"))
+_reg((aten.argmin.default,), _checker(WRAPPING), _arg_extreme("argmin"))
+_reg((aten.any.default, aten.any.dim, aten.any.dims), _checker(READABLE), _boolean("any"))
+_reg((aten.all.default, aten.all.dim, aten.all.dims), _checker(READABLE), _boolean("all"))
 _reg((aten.var.correction,), _checker(FLOATS, ("correction",), zero_dim=False), _var)
 _reg((aten.std.correction,), _checker(FLOATS, ("correction",), zero_dim=False), _std)
 _reg((aten.var_mean.correction,), _checker(FLOATS, ("correction",), zero_dim=False), _var_mean)
 # scans: a result per element, computed along the scanned dim as a reduction walks its row
-LOWERINGS.register(aten.cumsum.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("sum"))
-LOWERINGS.register(aten.cumprod.default, checker=_checker(ALL, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("prod"))
-LOWERINGS.register(aten.cummax.default, checker=_checker(NUMERIC), reduces=scanned_dim)(_running_extreme("max"))
-LOWERINGS.register(aten.cummin.default, checker=_checker(NUMERIC), reduces=scanned_dim)(_running_extreme("min"))
+LOWERINGS.register(aten.cumsum.default, checker=_checker(READABLE, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("sum"))
+LOWERINGS.register(aten.cumprod.default, checker=_checker(READABLE, ("dtype",), CONVERTS_EXACTLY), reduces=scanned_dim)(_scan("prod"))
+LOWERINGS.register(aten.cummax.default, checker=_checker(WRAPPING), reduces=scanned_dim)(_running_extreme("max"))
+LOWERINGS.register(aten.cummin.default, checker=_checker(WRAPPING), reduces=scanned_dim)(_running_extreme("min"))
 LOWERINGS.register(aten.logcumsumexp.default, checker=_checker(FLOATS), reduces=scanned_dim)(_logcumsumexp)
