@@ -256,6 +256,23 @@ def test_op_chains_pass_including_those_a_dropped_half_cast_failed(capsys) -> No
     assert "0 failed" in capsys.readouterr().out
 
 
+def test_op_chains_of_small_integers_are_exact_and_catch_a_missing_wrap(capsys, monkeypatch) -> None:
+    """--ops int chains (uint8/int8/int16 arithmetic that wraps at every op) equal eager's
+    exactly; without the wrap where a uint8 value is read, seed 7 (abs of an int8 round
+    trip of a uint8 sum) fails."""
+    from tools import op_chains
+    from xpu_lite.codegen import mathfns
+
+    assert op_chains.main(["--seeds", "7:1", "--ops", "int", "--dtype", "uint8"]) == 0
+    assert op_chains.main(["--seeds", "100:2", "--ops", "int", "--dtype", "int8", "--length", "8"]) == 0
+    assert "0 failed" in capsys.readouterr().out
+    monkeypatch.setitem(mathfns.MATH, "wrap_uint8", "{0}")
+    assert op_chains.main(["--seeds", "7:1", "--ops", "int", "--dtype", "uint8"]) == 1
+    assert "seed 7: FAIL size (3, 5, 4): not eager's (integers: exactly)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        op_chains.main(["--ops", "int"])  # float32: the integer vocabulary needs an integer dtype
+
+
 def test_op_chains_tell_upstream_and_amplified_differences_from_failures(capsys, monkeypatch) -> None:
     """Seed 3008's lite gradient differs from eager's as aot_eager's does (AOTAutograd's
     trace): known. Seed 10001 (wide, bfloat16): ours is closer to float64 op by op, and the

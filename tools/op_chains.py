@@ -13,6 +13,7 @@ eager; with --training also the input's gradient.
     python tools/op_chains.py --dtype bfloat16 --training       # against float64
     python tools/op_chains.py --seeds 34:1 --show               # one program: its ops and sources
     python tools/op_chains.py --ops wide --length 8 --training  # gathers, scatters, pools, sorts, ...
+    python tools/op_chains.py --ops int --dtype uint8           # integer ops that wrap at every op
 
 Lite mode must be bitwise equal (NaNs equal); a gradient that differs from eager's exactly
 as aot_eager's does (AOTAutograd's trace: prod's and cumprod's zero-safe derivatives, the
@@ -55,9 +56,9 @@ UNARY: list[tuple[str, Op]] = [
 ]
 
 
-def draw(rng: random.Random, dim: int) -> tuple[str, Op]:
-    """One op for a tensor of `dim` dims: (name, function)."""
-    kind = rng.choice(["unary", "unary", "binary", "view", "view", "reduce", "scan", "place", "norm", "index"])
+def draw(rng: random.Random, dim: int, kind: str | None = None) -> tuple[str, Op]:
+    """One op for a tensor of `dim` dims: (name, function); of `kind` where given."""
+    kind = kind or rng.choice(["unary", "unary", "binary", "view", "view", "reduce", "scan", "place", "norm", "index"])
     d = rng.randrange(dim)
     if kind == "binary":
         summed, op = rng.random() < 0.5, rng.choice([torch.add, torch.mul, torch.sub, torch.maximum])
@@ -183,19 +184,71 @@ def draw_wide(rng: random.Random, dim: int) -> tuple[str, Op]:
     return f"{name} with its flip along {d}", lambda t: op(t, t.flip(d))
 
 
+SMALL_INTS = (torch.uint8, torch.int8, torch.int16)
+INT_UNARY: list[tuple[str, Op]] = [
+    ("neg", torch.neg), ("abs", torch.abs), ("bitwise_not", torch.bitwise_not), ("* 3 - 7", lambda t: t * 3 - 7),
+    ("+ 100", lambda t: t + 100), ("clamp(3, 90)", lambda t: t.clamp(3, 90)),
+    ("where", lambda t: torch.where(t > 5, t, t * 2)), ("float * 0.7", lambda t: (t.float() * 0.7).to(t.dtype)),
+    ("int8 round trip", lambda t: t.to(torch.int8).to(t.dtype)), ("uint8 round trip", lambda t: t.to(torch.uint8).to(t.dtype)),
+]
+
+
+def draw_int(rng: random.Random, dim: int) -> tuple[str, Op]:
+    """One op of the integer vocabulary (--ops int: uint8/int8/int16 chains, whose arithmetic
+    wraps at every op): unary and binary arithmetic, bitwise ops, clamps and maxima, casts
+    between the small dtypes, reductions and scans in the dtype; views, placing ops and
+    index_select as draw's."""
+    d = rng.randrange(dim)
+    kind = rng.choice(["unary", "unary", "binary", "binary", "view", "reduce", "scan", "place", "index"])
+    if kind in ("view", "place", "index"):
+        return draw(rng, dim, kind)
+    if kind == "binary":
+        summed = rng.random() < 0.5
+        op = rng.choice([torch.add, torch.mul, torch.sub, torch.maximum, torch.minimum, torch.bitwise_xor, torch.bitwise_and])
+        name = f"{op.__name__} with its {'sum' if summed else 'flip'} along {d}"
+        return name, lambda t: op(t, t.sum(d, keepdim=True, dtype=t.dtype) if summed else t.flip(d))
+    if kind == "reduce" and dim >= 2:
+        name = rng.choice(["amax", "sum", "argmax", "prod", "min"])
+        reductions: dict[str, Op] = {
+            "amax": lambda t: t.amax(d), "sum": lambda t: t.sum(d, dtype=t.dtype), "argmax": lambda t: t.argmax(d).to(t.dtype),
+            "prod": lambda t: t.prod(d, dtype=t.dtype), "min": lambda t: t.min(d)[0],
+        }
+        return f"{name} along {d}", reductions[name]
+    if kind == "scan":
+        name = rng.choice(["cumsum", "cummax", "cumprod"])
+        scans: dict[str, Op] = {
+            "cumsum": lambda t: t.cumsum(d, dtype=t.dtype), "cummax": lambda t: t.cummax(d)[0],
+            "cumprod": lambda t: t.cumprod(d, dtype=t.dtype),
+        }
+        return f"{name} along {d}", scans[name]
+    return rng.choice(INT_UNARY)
+
+
+def _input(size: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """The chain's input: normal values, or the whole range of an integer dtype."""
+    generator = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(size, generator=generator).to(dtype)
+    info = torch.iinfo(dtype)
+    return torch.randint(info.min, info.max + 1, size, generator=generator, dtype=dtype)
+
+
 def chain(seed: int, length: int, ops_from: str = "basic") -> tuple[Callable[[torch.Tensor], torch.Tensor], list[str]]:
     """The program of `seed`: ops drawn against a sample of the first size, so each fits the
     dims it gets; it stops early at a 0-dim, empty or large (> 4096 elements) tensor. With
     `ops_from` "wide", 2 ops in 5 come from draw_wide (basic: the seeds' programs stay as
-    they were)."""
+    they were); "int", all from draw_int."""
     rng = random.Random(seed)
-    sample = torch.randn(SIZES[0])
+    sample = _input(SIZES[0], torch.int16, seed) if ops_from == "int" else torch.randn(SIZES[0])
     ops: list[Op] = []
     names: list[str] = []
     for _ in range(length):
         if sample.dim() == 0 or sample.numel() == 0 or sample.numel() > 4096:
             break
-        name, op = draw_wide(rng, sample.dim()) if ops_from == "wide" and rng.random() < 0.4 else draw(rng, sample.dim())
+        if ops_from == "int":
+            name, op = draw_int(rng, sample.dim())
+        else:
+            name, op = draw_wide(rng, sample.dim()) if ops_from == "wide" and rng.random() < 0.4 else draw(rng, sample.dim())
         try:
             sample = op(sample)
         except RuntimeError:  # it does not fit this sample (unfold of a dim shorter than 2): another draw
@@ -209,7 +262,7 @@ def chain(seed: int, length: int, ops_from: str = "basic") -> tuple[Callable[[to
             if jitter is not None and x.is_floating_point():  # see rounding_spread
                 noise = (torch.rand(x.shape, generator=jitter, dtype=torch.float64) * 2 - 1) * torch.finfo(x.dtype).eps
                 x = (x.double() * (1 + noise)).to(x.dtype)
-        return x * 1.0  # never an input or a view of one
+        return x * 1.0 if x.is_floating_point() else x * 1  # never an input or a view of one
 
     return program, names
 
@@ -219,6 +272,8 @@ def compare(got: torch.Tensor, want: torch.Tensor, reference: torch.Tensor, mode
     being the float64 run of the same chain."""
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"shape/dtype {tuple(got.shape)} {got.dtype}, eager's {tuple(want.shape)} {want.dtype}"
+    if not want.is_floating_point():
+        return None if torch.equal(got, want) else "not eager's (integers: exactly)"
     if mode == "lite":
         return None if torch.equal(got.nan_to_num(), want.nan_to_num()) and torch.equal(got.isnan(), want.isnan()) \
             else "not bitwise eager's"
@@ -308,9 +363,9 @@ def check(seed: int, length: int, mode: str, dtype: torch.dtype, training: bool,
     torch._dynamo.reset()
     compiled = torch.compile(program, backend="xpu_lite", dynamic=True, mode="lite" if mode == "lite" else None)
     for size in SIZES:
-        x = torch.randn(size, generator=torch.Generator().manual_seed(seed)).to(dtype)
+        x = _input(size, dtype, seed)
         ours, eager = (x.clone().requires_grad_(training) for _ in range(2))
-        exact = x.double().requires_grad_(training)
+        exact = x.double().requires_grad_(training)  # the reference (integer chains: compared exactly, none)
         try:
             if show and size == SIZES[0]:
                 got, sources = xpu_lite.run_and_get_code(compiled, ours)
@@ -321,7 +376,8 @@ def check(seed: int, length: int, mode: str, dtype: torch.dtype, training: bool,
             if _fails_as_in_aot_eager(program, x, training, exc):
                 return None, names, f"size {size}: {_error(exc)}, as aot_eager fails (upstream)"
             return f"size {size}: {_error(exc)}", names, None
-        want, reference = program(eager), program(exact)
+        want = program(eager)
+        reference = program(exact) if x.is_floating_point() else want
         weights = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
         spread: dict[int, float] = {}  # rounding_spread of the result (0) and gradient (1), where a check fails
 
@@ -360,17 +416,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0:50", help="START:COUNT (default 0:50)")
     parser.add_argument("--length", type=int, default=6, help="ops per chain (default 6)")
     parser.add_argument("--mode", choices=["default", "lite"], default="default")
-    parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
+    parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8", "int8", "int16"], default="float32",
+                        help="uint8/int8/int16 with --ops int")
     parser.add_argument("--training", action="store_true", help="the input's gradient too")
-    parser.add_argument("--ops", choices=["basic", "wide"], default="basic",
+    parser.add_argument("--ops", choices=["basic", "wide", "int"], default="basic",
                         help="wide: also gathers/scatter_adds, masked fills, pools, matmuls, norms, sorts, "
-                             "unfold, split, tril, more binary ops and reductions")
+                             "unfold, split, tril, more binary ops and reductions; int: integer ops (draw_int)")
     parser.add_argument("--show", action="store_true", help="print each program's generated sources")
     args = parser.parse_args(argv)
     try:
         start, count = (int(n) for n in args.seeds.split(":"))
     except ValueError:
         parser.error(f"--seeds {args.seeds!r}: START:COUNT, two integers")
+    if (args.ops == "int") != (getattr(torch, args.dtype) in SMALL_INTS) or (args.ops == "int" and args.training):
+        parser.error("--ops int goes with --dtype uint8, int8 or int16, and they with it (no --training)")
     import xpu_lite  # noqa: F401  (registers the backend)
 
     warnings.filterwarnings("ignore")
