@@ -64,6 +64,7 @@ def _copy_of_view(view: torch._ops.OpOverload) -> Callable[..., Any]:
 
 
 def _contiguous(decomposition: Callable[..., Any]) -> Callable[..., Any]:
+    """`decomposition` with its result made contiguous (a copy only where it is not)."""
     def contiguous(*args: Any, **kwargs: Any) -> Any:
         return decomposition(*args, **kwargs).contiguous()
 
