@@ -190,14 +190,15 @@ INT_UNARY: list[tuple[str, Op]] = [
     ("+ 100", lambda t: t + 100), ("clamp(3, 90)", lambda t: t.clamp(3, 90)),
     ("where", lambda t: torch.where(t > 5, t, t * 2)), ("float * 0.7", lambda t: (t.float() * 0.7).to(t.dtype)),
     ("int8 round trip", lambda t: t.to(torch.int8).to(t.dtype)), ("uint8 round trip", lambda t: t.to(torch.uint8).to(t.dtype)),
+    ("// 3", lambda t: t // 3), ("% 7", lambda t: t % 7),
 ]
 
 
 def draw_int(rng: random.Random, dim: int) -> tuple[str, Op]:
     """One op of the integer vocabulary (--ops int: uint8/int8/int16 chains, whose arithmetic
-    wraps at every op): unary and binary arithmetic, bitwise ops, clamps and maxima, casts
-    between the small dtypes, reductions and scans in the dtype; views, placing ops and
-    index_select as draw's."""
+    wraps at every op): unary and binary arithmetic, division by a literal, bitwise ops,
+    clamps and maxima, casts between the small dtypes, reductions and scans in the dtype;
+    views, placing ops and index_select as draw's."""
     d = rng.randrange(dim)
     kind = rng.choice(["unary", "unary", "binary", "binary", "view", "reduce", "scan", "place", "index"])
     if kind in ("view", "place", "index"):

@@ -9,7 +9,7 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from .pointwise import ALL, FLOATS, INTS, Rule, _arg, _out_cdt, _reg, checker
+from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker
 
 aten = torch.ops.aten
 
@@ -23,15 +23,15 @@ def _check_division(node: torch.fx.Node) -> str | None:
     and -1 (INT_MIN % -1 and INT_MIN // -1 overflow), or by a size at least 1."""
     val = node.meta.get("val")
     kwargs = {"rounding_mode": ("trunc", "floor", None)} if node.target in _DIV_MODES else None
-    if not isinstance(val, torch.Tensor) or val.dtype not in INTS:
-        return checker(FLOATS, ALL, kwargs)(node)
+    if not isinstance(val, torch.Tensor) or val.dtype not in INTS + SMALL:
+        return checker(FLOATS, READABLE, kwargs)(node)
     divisor = node.args[1]
     if not (type(divisor) is int and divisor not in (0, -1) or _positive_size(divisor, val)):
         what = repr(divisor) if not isinstance(divisor, torch.fx.Node) else "a tensor" if isinstance(
             divisor.meta.get("val"), torch.Tensor) else "a size that may be 0"
         return (f"an integer {node.target.__name__.split('.')[0]} by {what}: integers only by an int literal other "
                 "than 0 (eager raises on a zero divisor, a kernel cannot) and -1, or a size provably at least 1")
-    return checker(INTS, INTS, kwargs)(node)
+    return checker(INTS + SMALL, INTS + SMALL, kwargs)(node)  # uint8/int8/int16: exact in int32
 
 
 def _positive_size(divisor: Any, fake: torch.Tensor) -> bool:
