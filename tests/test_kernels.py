@@ -251,7 +251,8 @@ def test_small_integer_results_wrap_as_eagers(device: str, dtype: torch.dtype) -
     """uint8/int8/int16 results are kernels (since 2026-11-26): computed in int32 and wrapped
     to the dtype wherever read, as eager's arithmetic wraps at every op (`x * 3 - 7` wraps
     before the maximum reads it), and by the store's truncating cast; reductions, scans,
-    placing ops, lookups and integer division by a literal read and store them so too. A float cast to them
+    placing ops, lookups, scatters (not adding) and integer division by a literal read and
+    store them so too. A float cast to them
     goes through int64, as c10 casts to uint8 (-1.5 is 255, 300.7 is 44, 3e9 is 0). An int out of the
     dtype's range (eager wraps or raises, op by op) keeps the op, with the reason."""
     def fn(x, y, f):
@@ -260,7 +261,8 @@ def test_small_integer_results_wrap_as_eagers(device: str, dtype: torch.dtype) -
             f.to(dtype), (f / 2).to(dtype).to(torch.int32), x.clamp(min=3, max=90) * 2, torch.full_like(x, 9) - x, \
             wrapped.float().sum(-1), wrapped.amax(-1), wrapped.sum(-1), wrapped.sum(0, dtype=dtype), wrapped.cummax(-1), \
             torch.cat([x, wrapped], 1), F.pad(wrapped, (1, 2), value=7), wrapped.flip(0)[:, [2, 0]], \
-            wrapped // 3, wrapped % 7, torch.div(wrapped, 2, rounding_mode="trunc")
+            wrapped // 3, wrapped % 7, torch.div(wrapped, 2, rounding_mode="trunc"), \
+            x.index_put((torch.tensor([2, 0], device=x.device),), wrapped[:2]), wrapped.scatter(1, y.long().abs() % 2, 5)
 
     info = torch.iinfo(dtype)
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)

@@ -30,7 +30,7 @@ from .decisions import Decision, DecisionKind
 from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
 from .indexing import _sizes
 from .kernel_builder import Group, KernelBuilder
-from .pointwise import ALL, FLOATS, _names, _scalar_ok, _tensor_rejection
+from .pointwise import FLOATS, READABLE, SMALL, _names, _scalar_ok, _tensor_rejection, small_scalar_rejection
 from .registry import LOWERINGS
 from .space import Space, sizes_of, strides_of, view_root
 
@@ -47,7 +47,7 @@ EXTREMA_DTYPES = (torch.float32, torch.int32, torch.int64)
 # -- checkers ------------------------------------------------------------------------
 def _target_rejection(node: torch.fx.Node, x: Any) -> str | None:
     val = node.meta.get("val")
-    if (why := _tensor_rejection(val, ALL, "result")) is not None:
+    if (why := _tensor_rejection(val, READABLE, "result")) is not None:
         return why
     if val.dim() == 0:
         return "a 0-dim result"
@@ -55,13 +55,13 @@ def _target_rejection(node: torch.fx.Node, x: Any) -> str | None:
         return f"keyword arguments {dict(node.kwargs)}: this lowering takes positional ones"
     if not isinstance(x, torch.fx.Node):
         return "an input that is not a graph node"
-    return _tensor_rejection(x.meta.get("val"), ALL, "input")
+    return _tensor_rejection(x.meta.get("val"), READABLE, "input")
 
 
 def _source_rejection(source: Any, dtype: torch.dtype, what: str) -> str | None:
     if not isinstance(source, torch.fx.Node):
         return f"{what} that are not a graph node"
-    if (why := _tensor_rejection(source.meta.get("val"), ALL, what)) is not None:
+    if (why := _tensor_rejection(source.meta.get("val"), READABLE, what)) is not None:
         return why
     return None if source.meta["val"].dtype == dtype else f"{what} of another dtype than the input"
 
@@ -112,7 +112,9 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
         return "an index of another rank than the input"
     dtype = x.meta["val"].dtype
     if node.target is aten.scatter.value:
-        return None if _scalar_ok(source) else f"a value {source!r} that is not a Python scalar"
+        if not _scalar_ok(source):
+            return f"a value {source!r} that is not a Python scalar"
+        return small_scalar_rejection(source, dtype) if dtype in SMALL else None
     if (why := _source_rejection(source, dtype, "src")) is not None:
         return why
     if node.target is aten.scatter_reduce.two:
