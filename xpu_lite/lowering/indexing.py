@@ -82,9 +82,7 @@ def _check_pad(node: torch.fx.Node) -> str | None:
     if not _scalar_ok(value):
         return f"the fill value {value!r} is not a kernel literal (bool, float, int64 int)"
     dtype = node.meta["val"].dtype
-    if dtype in SMALL and not (float(value).is_integer() and small_scalar_rejection(int(value), dtype) is None):
-        return f"the fill value {value!r} is not a {dtype} value (eager converts it, checking its range)"
-    return None
+    return small_scalar_rejection(value, dtype) if dtype in SMALL else None
 
 
 def _check_slice_scatter(node: torch.fx.Node) -> str | None:

@@ -75,6 +75,7 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 # the math-table op rounding a float32 value to each dtype computed in float32
 # (KernelBuilder.round_to)
 ROUNDINGS = {torch.float16: "round_float16", torch.bfloat16: "round_bfloat16"}
+HELD_AS = {**ROUNDINGS, **WRAPS}  # the op giving a value as a tensor of each dtype holds it
 
 
 def value_symbol(i: int) -> sympy.Symbol:

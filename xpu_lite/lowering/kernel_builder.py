@@ -274,7 +274,7 @@ class KernelBuilder:
         here, as eager converts a Python float (through float32). Values of those dtypes are
         otherwise computed in float32 (int32) and rounded once, on store: this is where one
         leaves its dtype inside a kernel (see build_group)."""
-        current, op = self.values[value], {**ir.ROUNDINGS, **ir.WRAPS}[dtype]
+        current, op = self.values[value], ir.HELD_AS[dtype]
         compute = ir.compute_dtype(dtype)
         if isinstance(current, ir.Compute) and current.op == op:
             return value

@@ -123,12 +123,13 @@ def _not_of_small_result(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
 
 
 def small_scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
-    """Why a Python scalar is not a value of uint8/int8/int16 `dtype` as given, or None."""
+    """Why a Python scalar is not a value of uint8/int8/int16 `dtype` as given (an int in its
+    range, or a whole float such as F.pad's 0.0), or None."""
     name, info = str(dtype).removeprefix("torch."), torch.iinfo(dtype)
-    if type(value) is int and not info.min <= value <= info.max:
-        return f"a {name} result of the int {value}, out of {name}'s range (eager wraps it or raises, op by op)"
-    if type(value) is float:
+    if type(value) is float and not value.is_integer():
         return f"a {name} result of the float {value} (eager converts it, checking its range op by op)"
+    if type(value) in (int, float) and not info.min <= value <= info.max:
+        return f"a {name} result of the {type(value).__name__} {value}, out of {name}'s range (eager wraps it or raises, op by op)"
     return None
 
 
