@@ -12,6 +12,7 @@ import torch
 
 import xpu_lite
 from xpu_lite.lowering import LoweringError
+from xpu_lite.report import capture
 
 from .conftest import xpu_lite_log
 
@@ -147,6 +148,32 @@ def test_a_fallback_says_why_its_lowering_refused_the_node() -> None:
     matmul = torch.compile(lambda x, w: (x @ w).relu(), backend="xpu_lite", options={"strict": True})
     x, w = torch.randn(3, 4), torch.randn(4, 5)
     torch.testing.assert_close(matmul(x, w), (x @ w).relu())
+
+
+def test_attention_is_aten_by_design_forward_and_backward_even_under_strict(device: str) -> None:
+    """The fused attention ops (flash on cpu and cuda, memory-efficient, cuDNN, xpu's
+    overrideable one) run aten's kernel, as matmul does. Before 2026-11-27 the forward said
+    `random op` (its schema is random only by its dropout) and the backward `no lowering`,
+    which strict=True raised on."""
+    def f(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v).sin()
+
+    q, k, v = (torch.randn(2, 2, 5, 8, device=device, requires_grad=True) for _ in range(3))
+    compiled = torch.compile(f, backend="xpu_lite", options={"strict": True})
+    with capture() as reports:
+        got = compiled(q, k, v)
+        got.sum().backward()
+    attention = [(d.op, str(d.reason)) for r in reports for d in r.fallbacks if "attention" in d.op]
+    assert len(attention) == 2 and all(r.startswith("aten kernel: attention runs aten's fused kernel") for _, r in attention), \
+        attention
+    grads = [t.grad for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    want = f(q, k, v)
+    want.sum().backward()
+    torch.testing.assert_close(got, want)
+    for g, t in zip(grads, (q, k, v), strict=True):
+        torch.testing.assert_close(g, t.grad)
 
 
 def test_a_constant_tensor_of_the_graph_is_a_constant_not_a_fallback() -> None:

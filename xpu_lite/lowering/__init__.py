@@ -14,6 +14,14 @@ LOWERINGS.decline(
     _aten.convolution_backward.default,
     why="matmul and convolution run aten's kernel (oneDNN, cuBLAS, cuDNN), as Inductor's extern kernels do",
 )
+_ATTENTION = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+              "_scaled_dot_product_fused_attention_overrideable")
+LOWERINGS.decline(
+    *(getattr(_aten, name + suffix).default for name in _ATTENTION for suffix in ("", "_backward")),
+    why="attention runs aten's fused kernel (flash, memory-efficient, cuDNN, oneDNN), as Inductor's fallbacks do; "
+        "its dropout draws from the eager RNG stream",
+)
 LOWERINGS.decline(
     _aten.empty.memory_format, _aten.empty_strided.default, _aten.empty_like.default, _aten.new_empty.default,
     _aten.new_empty_strided.default, _aten.empty_permuted.default,

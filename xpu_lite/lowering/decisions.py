@@ -20,7 +20,7 @@ class FallbackKind(enum.Enum):
     KEPT_OP = "kept op"  # keep_ops / policy KEEP
     RANDOM_OP = "random op"  # eager RNG stream
     NO_LOWERING = "no lowering"  # selected, but no Triton lowering accepts it
-    ATEN_KERNEL = "aten kernel"  # matmul/convolution: aten's kernel by design, as Inductor's extern kernels
+    ATEN_KERNEL = "aten kernel"  # matmul/convolution/attention: aten's kernel by design, as Inductor's
     DATA_DEPENDENT = "data dependent"  # reads tensor data on the host (item(), nonzero sizes)
     MUTATION = "mutation"  # writes an input in place
     OTHER_DEVICE = "other device"  # its result lives on another device (a cpu 0-dim tensor)

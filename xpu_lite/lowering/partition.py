@@ -72,6 +72,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return Decision(name, op, DecisionKind.UNPACK, note=note)
     if node.op == "get_attr":
         return Decision(name, op, DecisionKind.CONSTANT, note=note)
+    if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
+        return fallback(FallbackKind.ATEN_KERNEL, by_design)  # attention, random only by its dropout
     if target in kept:
         return fallback(FallbackKind.RANDOM_OP if is_random(target) else FallbackKind.KEPT_OP, kept[target])
     if is_random(target):
