@@ -244,6 +244,41 @@ def test_batch_norm_is_kernels_with_running_stats(device: str, norm: str, traini
     assert eager_calls <= {"aten.copy_.default"}, eager_calls
 
 
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
+def test_group_norm_training_is_kernels_with_symbolic_sizes(device: str, affine: bool, layout: torch.memory_format) -> None:
+    """group_norm's backward takes 1 / (HxW * channels per group) as a float32 tensor
+    (decomp/normalization.py): before 2026-11-27 torch._decomp's Python float became float64
+    host ops under dynamic=True, eager calls that strict=True refused on cpu. Now no eager
+    call is left, forward or backward; results and gradients within 1e-4 of eager's at three
+    image sizes, one graph."""
+    import copy
+
+    eager = torch.nn.GroupNorm(2, 8, affine=affine).to(device)
+    if affine:
+        with torch.no_grad():
+            eager.weight.uniform_(0.5, 1.5), eager.bias.uniform_(-0.5, 0.5)
+    mine = copy.deepcopy(eager)
+    compiled = torch.compile(mine, backend="xpu_lite", dynamic=True, options={"strict": True})
+    with capture() as reports:
+        for size in (3, 5, 6):
+            x = torch.randn(2, 8, size, size + 1, device=device).contiguous(memory_format=layout)
+            grad = torch.randn(2, 8, size, size + 1, device=device)
+            results = []
+            for module in (compiled, eager):
+                xi = x.detach().clone().requires_grad_()
+                out = module(xi)
+                out.backward(grad)
+                results.append([out, xi.grad, *(p.grad for p in module.parameters())])
+            for got, want in zip(*results, strict=True):
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+            for p in (*mine.parameters(), *eager.parameters()):
+                p.grad = None
+    assert xpu_lite.counters.forward_graphs == 1
+    assert [r.kind for r in reports] == ["forward", "backward"], [r.kind for r in reports]
+    assert not [d.op for r in reports for d in r.fallbacks], [(d.op, str(d.reason)) for r in reports for d in r.fallbacks]
+
+
 PROLOGUES = {
     "cat, sum": lambda a, b: torch.cat([a, b], -1).sum(-1),
     "pad, amax": lambda a, b: F.pad(a, (1, 2), value=-3.0).amax(-1),

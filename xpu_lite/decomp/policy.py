@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from . import grid_sample, scatters, search, upsample
+from . import grid_sample, normalization, scatters, search, upsample
 
 aten = torch.ops.aten
 
@@ -150,6 +150,9 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.baddbmm.default: (_contiguous(compat.decomposition_table[aten.baddbmm.default]),
                            "baddbmm's core decomposition, contiguous as eager's result (and its meta's): its "
                            "self + bmm would take self's layout"),
+    aten.native_group_norm_backward.default: (normalization.native_group_norm_backward,
+                                              "group_norm's backward with 1 / (HxW * channels per group) a float32 "
+                                              "tensor where sizes are symbolic, as eager's kernels: no float64 host ops"),
     aten.view_copy.default: (_view_copy, "view_copy as a contiguous clone, viewed: a copy kernel (eager reshapes where "
                                          "no view addresses the input's strides)"),
 }
