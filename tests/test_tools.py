@@ -160,9 +160,10 @@ def test_hf_models_judges_half_precision_against_float64(capsys, monkeypatch: py
     assert "mode default, bfloat16," in out and "llama     inference ok" in out, out
     run, calls = hf_models._run, []
 
-    def five_percent_off(model, ids, kwargs, training):  # check() runs eager, compiled, float64 per length
+    def five_percent_off(model, ids, kwargs, training):  # the compiled copy's logits; not eager's rounding spread
         calls.append(model)
-        return [(label, t * 1.05 if len(calls) % 3 == 2 else t) for label, t in run(model, ids, kwargs, training)]
+        compiled = isinstance(model, torch._dynamo.eval_frame.OptimizedModule)
+        return [(label, t * 1.05 if compiled else t) for label, t in run(model, ids, kwargs, training)]
 
     monkeypatch.setattr(hf_models, "_run", five_percent_off)
     assert hf_models.main(argv) == 1
@@ -234,6 +235,66 @@ def test_bench_models_times_a_training_step(capsys, tmp_path) -> None:
     table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
     assert table[2].split()[0] == "gpt2" and all(float(r) > 0 for r in table[2].split()[1:]), table
     assert ", training step" in written.read_text().splitlines()[1]
+
+
+def test_vision_models_lite_is_bitwise_with_running_stats_and_strides(capsys) -> None:
+    """tools/vision_models.py: ResNet (batch norm, whose training step updates its buffers)
+    and the UNet (group norm, bilinear upsample, per-pixel cross entropy), channels-last,
+    two image sizes, one graph; a compiled gradient one ulp off or laid out otherwise fails."""
+    from tools import model_check, vision_models
+
+    argv = ["--models", "resnet,unet", "--sizes", "8,12", "--channels-last"]
+    assert vision_models.main(argv) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.count(" ok: bitwise, 1 graph(s)") == 4 and "2 models, 0 failed" in out, out
+    for change, message in ((lambda t: t.nextafter(torch.full_like(t, torch.inf)), "not bitwise equal"),
+                            (lambda t: t.transpose(-1, -2).contiguous().transpose(-1, -2), "strides")):
+        calls = []
+
+        def run(model, size, training, change=change, calls=calls):  # eager, then the compiled copy (`_orig_mod.` names)
+            calls.append(model)
+            x = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(size))
+            results = vision_models._run(model, x.contiguous(memory_format=torch.channels_last), training)
+            return [(label, change(t) if len(calls) == 2 and label.endswith("blocks.0.conv1.weight") else t)
+                    for label, t in results]
+
+        verdict = model_check.check(vision_models.ResNet().train(), run, [8], "lite", True, 0, 0)
+        assert verdict.startswith("FAIL at size 8: grad blocks.0.conv1.weight") and message in verdict, verdict
+
+
+def test_rounding_spread_moves_each_half_result_by_at_most_an_ulp() -> None:
+    """model_check's jitter (rounding_spread): every float16/bfloat16 result of a functional
+    op, forward and backward, moves by one ulp up or down or stays; zeros stay (a ReLU's
+    output is exact, and moving it flipped the mask of every one); views and in-place ops
+    are left alone (aliasing kept), float32 too."""
+    from tools.model_check import _Jitter
+
+    x = torch.linspace(-3, 3, 1000, dtype=torch.float16, requires_grad=True)
+    with _Jitter(0):
+        y = x * 1
+        view, f32 = y.view(10, 100), x.float() * 1
+        y.relu().sum().backward()
+    steps = (y.detach().view(torch.int16) - x.detach().view(torch.int16)).abs()  # same signs: ulps apart
+    assert steps.max() == 1 and 200 < int((steps == 0).sum()) < 500, steps.bincount()
+    assert view.data_ptr() == y.data_ptr() and torch.equal(f32, x.detach().float())
+    exact = (x.detach() > 0).half()  # zeros stay: the relu's mask is y's, and its zero gradient exact
+    assert not torch.equal(x.grad, exact) and (x.grad - exact).abs().max() <= 2e-3 and torch.equal(x.grad == 0, exact == 0)
+
+
+def test_vision_models_default_mode_and_its_arguments(capsys) -> None:
+    """The default mode's kernels within --rtol of eager (batch norm's running stats and batch
+    count included: MobileNet's hardswish and squeeze-excite); sizes that do not fit the models
+    and unknown models are usage errors that say what is valid."""
+    from tools import vision_models
+
+    assert vision_models.main(["--models", "mobilenet", "--sizes", "8,12", "--mode", "default"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.count("ok: worst error") == 2 and "1 models, 0 failed" in out, out
+    for argv, message in ((["--sizes", "10"], "each a multiple of 4"), (["--models", "alexnet"], "valid: resnet, mobilenet"),
+                          (["--option", "no_such_option=1"], "no_such_option")):
+        with pytest.raises(SystemExit):
+            vision_models.main(argv)
+        assert message in capsys.readouterr().err, argv
 
 
 def test_op_chains_pass_including_those_a_dropped_half_cast_failed(capsys) -> None:

@@ -20,7 +20,8 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, statically_known_true
-from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, ModularIndexing, PythonMod
 from torch.utils._sympy.printers import PythonPrinter
 
@@ -48,6 +49,8 @@ __all__ = [
     "ModularIndexing",
     "sym_expr",
     "cia_decomposition",
+    "TorchDispatchMode",  # tools/model_check.py's rounding jitter
+    "tree_map",
 ]
 
 DK = torch._C.DispatchKey
