@@ -28,9 +28,7 @@ anything failed, 2 if transformers is missing.
 """
 from __future__ import annotations
 
-import collections
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -90,31 +88,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}, "
           f"lengths {lengths}"
           + (f", options {options}" if options else ""), flush=True)
-    failed = known = 0
-    fallbacks: collections.Counter[tuple[str, str]] = collections.Counter()
-    start = time.perf_counter()
-    for name in names:
+
+    def build(name: str) -> tuple[Any, model_check.Run] | str:
         config_cls, model_cls, config_args, extra = MODELS[name]
         if not hasattr(transformers, model_cls):
-            print(f"{name}: skipped, transformers {transformers.__version__} has no {model_cls}")
-            continue
+            return f"{name}: skipped, transformers {transformers.__version__} has no {model_cls}"
         torch.manual_seed(0)
         model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).to(device, getattr(torch, args.dtype))
 
-        def run(model: Any, length: int, training: bool, extra: Callable[..., dict[str, Any]] = extra) -> list[tuple[str, torch.Tensor]]:
+        def run(model: Any, length: int, training: bool) -> list[tuple[str, torch.Tensor]]:
             ids = torch.randint(1, 100, (2, length), generator=torch.Generator().manual_seed(length)).to(device)
             return _run(model, ids, extra(ids), training)
 
-        for training in (False,) if args.no_training else (False, True):
-            verdict = model_check.check(model.train(training), run, lengths, args.mode, training, args.rtol, args.atol,
-                                        options, fallbacks)
-            failed += verdict.startswith("FAIL")
-            known += verdict.startswith("known")
-            print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
-    print(f"{len(names)} models, {failed} failed, {known} known, {time.perf_counter() - start:.0f} s")
-    if args.fallbacks:
-        model_check.print_fallbacks(fallbacks)
-    return 1 if failed else 0
+        return model, run
+
+    return model_check.run_models(args, names, build, lengths, options)
 
 
 def _run(model: Any, ids: torch.Tensor, kwargs: dict[str, Any], training: bool) -> list[tuple[str, torch.Tensor]]:

@@ -84,6 +84,31 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None, models: dict[str, 
     return args, names, values, options, device
 
 
+def run_models(args: argparse.Namespace, names: list[str], build: Callable[[str], tuple[Any, Run] | str],
+               sizes: list[int], options: dict[str, Any]) -> int:
+    """Checks each model built by `build` (or prints why it is skipped), in inference and,
+    unless --no-training, in training, a line each; then the summary and, with --fallbacks,
+    the eager calls by op and reason. The exit status: 1 if any failed."""
+    failed = known = 0
+    fallbacks: collections.Counter[tuple[str, str]] = collections.Counter()
+    start = time.perf_counter()
+    for name in names:
+        built = build(name)
+        if isinstance(built, str):
+            print(built)
+            continue
+        model, run = built
+        for training in (False,) if args.no_training else (False, True):
+            verdict = check(model.train(training), run, sizes, args.mode, training, args.rtol, args.atol, options, fallbacks)
+            failed += verdict.startswith("FAIL")
+            known += verdict.startswith("known")
+            print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
+    print(f"{len(names)} models, {failed} failed, {known} known, {time.perf_counter() - start:.0f} s")
+    if args.fallbacks:
+        print_fallbacks(fallbacks)
+    return 1 if failed else 0
+
+
 def check(model: Any, run: Run, sizes: list[int], mode: str, training: bool, rtol: float, atol: float,
           options: dict[str, Any] | None = None, fallbacks: collections.Counter[tuple[str, str]] | None = None) -> str:
     """'ok ...' or 'FAIL: why', comparing each size's results with eager's; the fallbacks of

@@ -24,9 +24,7 @@ variance, its batch count). Prints a line per model and phase; exits 1 if anythi
 """
 from __future__ import annotations
 
-import collections
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -170,27 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     layout = torch.channels_last if args.channels_last else torch.contiguous_format
     print(f"torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}, sizes {sizes}, {layout}"
           + (f", options {options}" if options else ""), flush=True)
-    failed = known = 0
-    fallbacks: collections.Counter[tuple[str, str]] = collections.Counter()
-    start = time.perf_counter()
+
+    def build(name: str) -> tuple[nn.Module, model_check.Run]:
+        torch.manual_seed(0)
+        return MODELS[name]().to(device, dtype, memory_format=layout), run
 
     def run(model: Any, size: int, training: bool) -> list[tuple[str, torch.Tensor]]:
         x = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(size))  # float64 for the reference
         return _run(model, x.to(device, next(model.parameters()).dtype, memory_format=layout), training)
 
-    for name in names:
-        torch.manual_seed(0)
-        model = MODELS[name]().to(device, dtype, memory_format=layout)
-        for training in (False,) if args.no_training else (False, True):
-            verdict = model_check.check(model.train(training), run, sizes, args.mode, training, args.rtol, args.atol,
-                                        options, fallbacks)
-            failed += verdict.startswith("FAIL")
-            known += verdict.startswith("known")
-            print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
-    print(f"{len(names)} models, {failed} failed, {known} known, {time.perf_counter() - start:.0f} s")
-    if args.fallbacks:
-        model_check.print_fallbacks(fallbacks)
-    return 1 if failed else 0
+    return model_check.run_models(args, names, build, sizes, options)
 
 
 def _run(model: Any, x: torch.Tensor, training: bool) -> list[tuple[str, torch.Tensor]]:
