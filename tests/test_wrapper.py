@@ -174,3 +174,43 @@ def test_a_tensorified_float_read_by_kernels_is_cast_in_python(device: str, dtyp
     casts = [d for d in reports[0].decisions if d.op == "prims.convert_element_type.default" and d.kind is DecisionKind.FALLBACK]
     assert len(casts) == 2 and all("no call: a host float the kernels read by value" in d.note for d in casts), casts
 
+
+
+WRITEBACKS = {  # f(x, y) mutating its input x -> whether x's kernel stores its new value into x in place
+    "mul_": (lambda x, y: (x.mul_(2), y * 2)[1], True),
+    "add_ of another input": (lambda x, y: x.add_(y).shape[0], True),
+    # not in place: the kernel reads the input at other elements than it stores
+    "flipped": (lambda x, y: x.copy_(x.flip(0) * 2).shape[0], False),
+    # not in place: another output of the same kernel reads the old value
+    "old value read too": (lambda x, y: (x * 3, x.add_(1))[0], False),
+    # not in place: the new value is read again (the stored node has another reader)
+    "new value read": (lambda x, y: x.add_(1) * 2, False),
+    # not in place: the input's strides are not those of the kernel's output
+    "transposed input": (lambda x, y: (x.t().mul_(2), y * 2)[1], None),
+}
+
+
+@pytest.mark.parametrize("case", list(WRITEBACKS))
+def test_an_inputs_new_value_is_stored_into_it_only_where_nothing_can_tell(device: str, case: str) -> None:
+    """AOTAutograd ends a graph that mutates an input in `copy_(input, new_value)` (batch
+    norm's running stats). Where the new value's kernel reads the input only at the element
+    it stores, only for that value, and nothing else reads either, the kernel stores into the
+    input and the copy_ makes no call (codegen/writebacks.py); elsewhere copy_ runs. Results
+    and the mutated input bitwise eager's, at two sizes, one graph."""
+    fn, in_place = WRITEBACKS[case]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7):
+            x, y = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+            x_eager = x.clone()
+            want, got = fn(x_eager, y), compiled(x, y)
+            assert torch.equal(x, x_eager) and (torch.equal(got, want) if isinstance(want, torch.Tensor) else got == want)
+    assert len(reports) == 1, [r.kind for r in reports]
+    source = reports[0].source
+    stored = "in place by kernel" in source
+    calls = [d for d in reports[0].fallbacks if d.op == "aten.copy_.default"]
+    if in_place is not None:
+        assert stored == in_place, source
+        assert all(("stores it into the input in place" in d.note) == in_place for d in calls) and calls, calls
+    else:  # transposed: whichever the kernel's layout, the copy is then a call
+        assert not stored or "copy_.default(" not in source, source

@@ -18,7 +18,8 @@ from typing import Any
 import torch.fx
 
 from . import _torch_compat as compat
-from .codegen import CallPlan, generate_wrapper, plan_bindings, plan_host_values, plan_identities, plan_inplace, plan_prims
+from .codegen import (CallPlan, generate_wrapper, plan_bindings, plan_host_values, plan_identities, plan_inplace, plan_prims,
+                      plan_writebacks)
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -86,7 +87,7 @@ def compile_graph(
     identities = plan_identities(gm, decisions)
     bindings = plan_bindings(gm, decisions, inplace) if config.eager_bindings else {}
     calls = CallPlan(inplace, {n: b for n, b in bindings.items() if n not in identities}, identities, plan_prims(gm, decisions),
-                     plan_host_values(gm, decisions, groups))
+                     plan_host_values(gm, decisions, groups), plan_writebacks(gm, groups))
     for node, note in calls.notes():  # explain() says so next to the fallback's reason
         d = decisions[node]
         decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, note))))
@@ -99,7 +100,7 @@ def compile_graph(
         for group in groups:
             _demote(group, decisions, str(exc))
         groups, kernels, sources = [], {}, []
-        calls = dataclasses.replace(calls, host_values={})  # no kernel reads them by value now
+        calls = dataclasses.replace(calls, host_values={}, writebacks={})  # no kernel reads them by value or stores them now
         code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, calls)
     report = GraphReport(
         name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources),

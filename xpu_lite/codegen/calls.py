@@ -2,7 +2,8 @@
 
 Each planner decides one kind, by node name: codegen/inplace.py (in-place variants),
 bindings.py (eager's Python bindings), identities.py (detaches that are their input),
-prims.py (prims ops called as the aten op they run; host float casts done in Python).
+prims.py (prims ops called as the aten op they run; host float casts done in Python),
+writebacks.py (an input's copy_ whose kernel stores into the input).
 backend.compile_graph gathers them; wrapper.py reads the plan; explain() shows its notes.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ class CallPlan:
     identities: frozenset[str] = frozenset()  # detach nodes emitted as their input, codegen/identities.py
     prims: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/prims.py
     host_values: dict[str, torch.dtype] = dataclasses.field(default_factory=dict)  # casts computed in Python, codegen/prims.py
+    writebacks: dict[str, str] = dataclasses.field(default_factory=dict)  # copy_ -> the node stored into its input, writebacks.py
 
     def notes(self) -> list[tuple[str, str]]:
         """(node, what explain() says of the call) for every planned fallback."""
@@ -32,4 +34,5 @@ class CallPlan:
               if n not in self.host_values),
             *((n, "no call: a host float the kernels read by value, cast in Python as eager's copy does")
               for n in self.host_values),
+            *((n, f"no call: the kernel computing {v} stores it into the input in place") for n, v in self.writebacks.items()),
         ]

@@ -88,6 +88,8 @@ class _WrapperBuilder:
         self.groups, self.kernels, self.device_type = groups, kernels, device_type
         self.group_of = {member: g for g in groups for member in g.members}
         self.nodes = list(gm.graph.nodes)
+        by_name = {node.name: node for node in self.nodes}
+        self.written_into = {by_name[src]: by_name[copy] for copy, src in calls.writebacks.items()}  # stored -> copy_
         self.position = {node: i for i, node in enumerate(self.nodes)}
         self.placeholders = [n for n in self.nodes if n.op == "placeholder"]
         self.output = next(n for n in self.nodes if n.op == "output")
@@ -237,6 +239,8 @@ class _WrapperBuilder:
         kind, target = decision.kind, node.target
         if node.name in self.calls.identities:
             body.line(f"{var} = {self._src(node.args[0])}", f"{node.name} (detach: the same tensor, grad is off in a compiled graph)")
+        elif node.name in self.calls.writebacks:
+            body.line(f"{var} = {self._src(node.args[0])}", f"{node.name} (no call: {self._src(node.args[1])}'s kernel stored into it)")
         elif node.name in self.calls.host_values:
             value, dtype = self._by_value(body, node.args[0]), self.calls.host_values[node.name]
             if dtype in (torch.float64, node.args[0].meta["val"].dtype):  # the float holds it exactly already
@@ -277,6 +281,11 @@ class _WrapperBuilder:
         label = f"{kernel.name}: {', '.join(kernel.nodes)}"
         for node, buf in zip(group.stored, kernel.outputs):
             val = node.meta["val"]
+            if node in self.written_into:  # an input's new value, stored into the input (writebacks.py)
+                copy = self.written_into[node]
+                body.line(f"{self.names[node]} = {self._src(copy.args[0])}",
+                          f"{node.name} (stored into it in place by {kernel.name}: {copy.name}'s destination)")
+                continue
             if group.into is not None:  # a scatter: its input's buffer, which nothing reads again
                 body.line(f"{self.names[node]} = {self.names[group.into]}", f"{node.name} (stored into in place by {kernel.name})")
                 continue
