@@ -1,6 +1,6 @@
 """Write-backs stored in place: an input's new value stored into the input by its kernel.
 
-Input: the aten FX graph, its decisions and kernel groups. Output: {copy_ node name: the
+Input: the aten FX graph and its kernel groups. Output: {copy_ node name: the
 stored node whose kernel writes into the copy's destination}. A graph that mutates one of
 its inputs ends, from AOTAutograd, in `copy_(input, new_value)`: batch norm's running mean,
 variance and batch count in every training step, three eager calls per batch norm. Where a
