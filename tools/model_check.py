@@ -137,6 +137,7 @@ def check(model: Any, run: Run, sizes: list[int], mode: str, training: bool, rto
                 got = run(compiled, size, training)
                 exact = run(reference, size, training) if reference is not None else None
             except Exception as exc:  # noqa: BLE001  (reported as the model's verdict)
+                exc = getattr(exc, "inner_exception", None) or exc  # Dynamo's BackendCompilerFailed: what xpu_lite raised
                 return f"FAIL at size {size}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
             for (label, w), g in zip(want, (t for _, t in got), strict=True):
                 if w.numel() > 1 and w.stride() != g.stride():

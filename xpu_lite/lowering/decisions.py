@@ -24,6 +24,7 @@ class FallbackKind(enum.Enum):
     DATA_DEPENDENT = "data dependent"  # reads tensor data on the host (item(), nonzero sizes)
     MUTATION = "mutation"  # writes an input in place
     OTHER_DEVICE = "other device"  # its result lives on another device (a cpu 0-dim tensor)
+    HOST_SCALAR = "host scalar"  # a 0-dim float64 cpu value on cpu (a tensorified Python float)
     KERNEL_FAILED = "kernel failed"  # the kernel did not compile; group runs eagerly
 
 

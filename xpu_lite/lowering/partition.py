@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random, own_decomposition_reason
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
@@ -97,12 +98,26 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     not_lowered = LOWERINGS.rejection(node)
     if not_lowered is None:
         return Decision(name, op, DecisionKind.KERNEL, note=note)
+    if isinstance(val, torch.Tensor) and compat.statically_known_true(val.numel() == 0):
+        return fallback(FallbackKind.ATEN_KERNEL, "an empty result: no values for a kernel to compute, aten makes it")
+    if _host_float64(val) or (_host_scalar(val) and any(_host_float64(a.meta.get("val")) for a in node.all_input_nodes)):
+        # on a GPU the same nodes are `other device` ones: host math on every device
+        return fallback(FallbackKind.HOST_SCALAR, "float64 math of 0-dim host values (a Python float under dynamic=True, "
+                                                  "which AOTAutograd makes a tensor), as on every device")
     if target not in LOWERINGS and (decomposition := own_decomposition_reason(target)) is not None:
         not_lowered = f"{not_lowered}; regions decompose it, but not this call ({decomposition})"
     why = not_a_view if target in VIEW_OPS else not_lowered
     if config.strict:
         raise LoweringError(op, name, f"strict=True and no Triton lowering accepts this node: {why}")
     return fallback(FallbackKind.NO_LOWERING, why)
+
+
+def _host_scalar(val: Any) -> bool:
+    return isinstance(val, torch.Tensor) and val.dim() == 0 and val.device.type == "cpu"
+
+
+def _host_float64(val: Any) -> bool:
+    return _host_scalar(val) and val.dtype == torch.float64
 
 
 def selected(node: torch.fx.Node, config: LiteConfig) -> bool:
