@@ -94,7 +94,7 @@ class _Source:
             symbols = (value.index if isinstance(value, ir.Load) else value.expr).free_symbols
             level = _ELEMENT if ir.RINDEX in symbols else _ROW if ir.XINDEX in symbols else _SCALAR
             if isinstance(value, ir.Load):  # at least per row; per element under a per-element mask or at loaded positions
-                level = max(level, _ROW, *(self.level[j] for j in _reads(value)))
+                level = max(level, _ROW, *(self.level[j] for j in ir.operands(value)))
             return level
         if isinstance(value, ir.Reduce):
             return _ROW
@@ -112,7 +112,7 @@ class _Source:
         if isinstance(value, ir.Compute):
             return max((self.phase[a] for a in value.args), default=0)
         if isinstance(value, ir.Load):
-            return max((self.phase[j] for j in _reads(value)), default=0)
+            return max((self.phase[j] for j in ir.operands(value)), default=0)
         return 0
 
     def _loops(self) -> int:
@@ -135,7 +135,7 @@ class _Source:
             elif isinstance(value, ir.Scan) and self.level[value.arg] == _ELEMENT:
                 stack.append(value.arg)
             elif isinstance(value, ir.Load):
-                stack.extend(j for j in _reads(value) if self.level[j] == _ELEMENT)
+                stack.extend(j for j in ir.operands(value) if self.level[j] == _ELEMENT)
         return sorted(seen)
 
     # -- emission ---------------------------------------------------------------------
@@ -440,11 +440,6 @@ class _Source:
         value = self.names[store.value]
         self.out.line(f"tl.store({store.buffer} + ({index}), {stored_value(value, buf.dtype, self.target)}, "
                       f"mask={'mask' if element else 'xmask'})")
-
-
-def _reads(load: ir.Load) -> list[int]:
-    """The values a load depends on: its mask and the positions it loads at."""
-    return ([] if load.mask is None else [load.mask]) + [j for j, _ in load.bounds]
 
 
 def _unary(entry: object, operand: str) -> str:

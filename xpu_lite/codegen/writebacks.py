@@ -66,16 +66,7 @@ def _stores_into(dst: torch.fx.Node, src: torch.fx.Node, copy: torch.fx.Node, gr
         return False
     seen = set(reads)  # the values computed from the input's old elements
     for i, value in enumerate(kernel.values):
-        if i not in seen and _operands(value) & seen:
+        if i not in seen and seen.intersection(ir.operands(value)):
             seen.add(i)
     return all(s is store or not ({s.value, *(b for b, _ in s.bounds)} & seen) for s in kernel.stores)
 
-
-def _operands(value: ir.Value) -> set[int]:
-    if isinstance(value, ir.Compute):
-        return set(value.args)
-    if isinstance(value, (ir.Reduce, ir.Scan)):
-        return {value.arg}
-    if isinstance(value, ir.Load):
-        return ({value.mask} if value.mask is not None else set()) | {b for b, _ in value.bounds}
-    return set()

@@ -178,6 +178,18 @@ COMBINES = {"add": "adds", "max": "takes maxima", "min": "takes minima"}
 Value = Load | Constant | SymValue | Compute | Reduce | Scan
 
 
+
+def operands(value: Value) -> tuple[int, ...]:
+    """The earlier values `value` reads: a Compute's arguments, a Reduce's or Scan's row, a
+    Load's mask and the positions it loads at."""
+    if isinstance(value, Compute):
+        return value.args
+    if isinstance(value, (Reduce, Scan)):
+        return (value.arg,)
+    if isinstance(value, Load):
+        return ((value.mask,) if value.mask is not None else ()) + tuple(j for j, _ in value.bounds)
+    return ()
+
 @dataclasses.dataclass(frozen=True)
 class Tile:
     """A pointwise kernel over a space whose reads are contiguous along a dim `dim` other
