@@ -13,7 +13,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 # the tests changed since the last GPU run, first
-NEW=${NEW:-"ulp or float32_where or symbolic_sizes or computed_where_lookups or special or equal_under or copies_of_views or regions_decompose_into or greedy or no_tiling or grid_sample or read_in_registers or bucketize or searchsorted or integer_floor or scatter_reduce or half_scatter_add or index_add_adds or half_gradients or half_nearest or amax_and_amin or index_reduce or small_integer or eagers_layout or nothing_can_tell or attention_is_aten or group_norm_training or batch_norm_is_kernels or strict_accepts"}
+NEW=${NEW:-"ulp or float32_where or symbolic_sizes or computed_where_lookups or special or equal_under or copies_of_views or regions_decompose_into or greedy or no_tiling or grid_sample or read_in_registers or bucketize or searchsorted or integer_floor or scatter_reduce or half_scatter_add or index_add_adds or half_gradients or half_nearest or amax_and_amin or index_reduce or small_integer or eagers_layout or nothing_can_tell or attention_is_aten or group_norm_training or batch_norm_is_kernels or strict_accepts or lay_results or covering_every_element or flattened_channels_last"}
 { date -u; nvidia-smi -L; $py -c "import torch, triton, numpy; print(torch.__version__, triton.__version__, numpy.__version__, torch.cuda.get_device_name())"; } > "$OUT/env.txt" 2>&1
 stage() {  # name, seconds, command...: one capped step, its time and exit code in the log
   local name=$1 cap=$2; shift 2

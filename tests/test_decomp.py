@@ -17,6 +17,7 @@ from xpu_lite.config import parse_config
 from xpu_lite.decomp import build_plan, derivatives, policy, recompose
 from xpu_lite.decomp.policy import AUTOGRAD_REWRITES_LEFT_TO_TORCH, EAGER_AUTOGRAD
 from xpu_lite.lowering import DecisionKind, FallbackKind
+from xpu_lite.report import capture
 
 aten = torch.ops.aten
 
@@ -684,3 +685,58 @@ def test_every_upsample_backward_op_propagates_symbolic_sizes(op) -> None:
     with xpu_lite._torch_compat.override_fake_rules(derivatives.FAKE_RULES):
         gm = make_fx(backward, tracing_mode="symbolic")(torch.randn([2, 3] + [6] * dims))
     assert any(n.target is op for n in gm.graph.nodes)
+
+
+def _reversed_in_memory(t: torch.Tensor) -> torch.Tensor:
+    dims = list(reversed(range(t.dim())))
+    return t.permute(dims).contiguous().permute(dims)
+
+
+def _bn_training(x, w, b, mean, var):
+    return F.batch_norm(x, mean, var, w, b, training=True)
+
+
+def _bn_eval(x, w, b, mean, var):
+    return F.batch_norm(x, mean, var, w, b, training=False)
+
+
+def _bn_no_stats(x, w, b, mean, var):
+    return F.batch_norm(x, None, None, w, b, training=True)
+
+
+def _dropout_backward(x, w, b, mean, var):
+    return torch.ops.aten.native_dropout_backward(x, x > 0, 2.0)
+
+
+def _elementwise_backwards(x, w, b, mean, var):
+    g = torch.ones(x.shape, device=x.device) * 0.5  # contiguous, x reversed in memory
+    return (torch.ops.aten.hardswish_backward(g, x), torch.ops.aten.hardtanh_backward(g, x, -0.5, 0.5),
+            torch.ops.aten.logit_backward(g, x.sigmoid(), 1e-3))
+
+
+@pytest.mark.parametrize("fn", [_bn_training, _bn_eval, _bn_no_stats, _dropout_backward, _elementwise_backwards],
+                         ids=lambda fn: fn.__name__.strip("_"))
+@pytest.mark.parametrize("layout", ["reversed", "channels_last"])
+def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
+    """Where torch._decomp lays a result out otherwise than eager's kernel (found by
+    tools/opinfo_sweep.py --layout permuted): batch_norm's output in the input's suggested
+    memory format, native_dropout_backward on cpu as its inputs, hardswish/hardtanh/logit
+    backward as TensorIterator over (grad_output, self). Strides eager's, values within
+    float32 rounding; a channels-last input needs no copy."""
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (4, 6):  # sizes (2, 3, n, n + 1): no two alike (duck sizing would specialize)
+            _check_layouts(fn, compiled, n, layout, device)
+    calls = [d.why() for r in reports for d in r.fallbacks if "no call" not in d.why()]  # running stats: stored in place
+    assert len(reports) == 1 and not calls, calls
+
+
+def _check_layouts(fn, compiled, n, layout, device) -> None:
+    x = torch.randn(2, 3, n, n + 1, device=device)
+    x = _reversed_in_memory(x) if layout == "reversed" else x.to(memory_format=torch.channels_last)
+    stats = torch.randn(3, device=device), torch.randn(3, device=device), torch.randn(3, device=device), \
+        torch.rand(3, device=device) + 0.5
+    expected, actual = fn(x, *copy.deepcopy(stats)), compiled(x, *copy.deepcopy(stats))
+    for a, e in zip(*(t if isinstance(t, tuple) else (t,) for t in (actual, expected))):
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)

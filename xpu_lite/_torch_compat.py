@@ -210,6 +210,14 @@ def suggest_memory_format(tensor: torch.Tensor) -> torch.memory_format:
     return suggest_memory_format(tensor)
 
 
+def elementwise_output_perm(*tensors: torch.Tensor) -> list[int]:
+    """The dims, outermost first, of the layout TensorIterator gives an elementwise result
+    of `tensors` (no guards: an order the sizes do not decide keeps the logical one)."""
+    from torch._prims_common import compute_elementwise_output_logical_to_physical_perm
+
+    return list(compute_elementwise_output_logical_to_physical_perm(*tensors)[0])
+
+
 class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
     """Records each aten op a body dispatches, with its non-tensor arguments."""
 

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from . import grid_sample, normalization, scatters, search, upsample
+from . import grid_sample, layouts, normalization, scatters, search, upsample
 
 aten = torch.ops.aten
 
@@ -61,14 +61,6 @@ def _copy_of_view(view: torch._ops.OpOverload) -> Callable[..., Any]:
         return [r.clone(memory_format=torch.contiguous_format) for r in result]
 
     return copy
-
-
-def _contiguous(decomposition: Callable[..., Any]) -> Callable[..., Any]:
-    """`decomposition` with its result made contiguous (a copy only where it is not)."""
-    def contiguous(*args: Any, **kwargs: Any) -> Any:
-        return decomposition(*args, **kwargs).contiguous()
-
-    return contiguous
 
 
 def _view_copy(x: torch.Tensor, size: Any) -> torch.Tensor:
@@ -150,9 +142,18 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
        )},
     **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
        for op, view in _COPIES_OF_VIEWS.items()},
-    aten.baddbmm.default: (_contiguous(compat.decomposition_table[aten.baddbmm.default]),
+    aten.baddbmm.default: (layouts.contiguous(compat.decomposition_table[aten.baddbmm.default]),
                            "baddbmm's core decomposition, contiguous as eager's result (and its meta's): its "
                            "self + bmm would take self's layout"),
+    **{op: (layouts.output_in_suggested_format(compat.decomposition_table[op]),
+            f"torch._decomp's {op}, its output in the input's suggested memory format as eager's kernels allocate it")
+       for op in layouts.BATCH_NORMS},
+    **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
+            f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
+       for op in layouts.ELEMENTWISE_BACKWARDS},
+    aten.native_dropout_backward.default: (layouts.native_dropout_backward,
+                                           "native_dropout_backward as eager's cpu kernel, grad * mask * scale, laid "
+                                           "out as its inputs (torch._decomp's, as eager's cuda kernel, elsewhere)"),
     aten.native_group_norm_backward.default: (normalization.native_group_norm_backward,
                                               "group_norm's backward with 1 / (HxW * channels per group) a float32 "
                                               "tensor where sizes are symbolic, as eager's kernels: no float64 host ops"),
