@@ -1347,16 +1347,51 @@ def test_values_of_one_half_precision_dtype_are_rounded_once(device: str) -> Non
 def _strided_views(x, y):
     d = torch.diagonal(x, 1, 0, 2) * 2  # an offset diagonal of a permuted input: size min(n, m - 1)
     w = y.unfold(0, 3, 2).sum(-1)  # overlapping windows (step 2 < size 3)
-    s = torch.as_strided(y, (y.shape[0] - 3, 3), (1, 1), 1).exp()  # overlapping rows from offset 1
+    s = torch.as_strided(y * 2, (y.shape[0] - 3, 3), (1, 1), 1).exp()  # overlapping rows from offset 1
     e = (x * 3).diagonal(dim1=-2, dim2=-1) + 1  # a diagonal of a kernel's result
     return d, w, s, e, x.diagonal()  # the last one the output reads: eager's alias, no copy
+
+
+def _offset_view(x):
+    return torch.as_strided(x, (3,), (1,), 1) * 2
+
+
+def test_as_strided_of_an_input_counts_from_its_storage_at_run_time(device: str) -> None:
+    """as_strided's storage offset counts from the storage's start, and an input's own
+    offset is not guarded (Dynamo) nor made the traced one (AOTAutograd's tangents): such
+    a view of an input is eager's alias, which kernels read. Folded into loads from the
+    traced offset, x = base[3:9] read base[5:8] where eager reads base[1:4], and a
+    tangent at offset 1 in the trace (as_strided_scatter's result keeps its input's
+    offset) read one element before the gradient."""
+    compiled = torch.compile(_offset_view, backend="xpu_lite", dynamic=True)
+    base = torch.randn(12, device=device)
+    with capture() as reports:
+        for start, stop in ((1, 8), (3, 9), (0, 7)):
+            assert_bitwise(compiled(base[start:stop]), _offset_view(base[start:stop]))
+    (alias,) = reports[0].fallbacks
+    assert alias.op == "aten.as_strided.default" and "counts from the storage's start" in alias.why()
+    assert len(reports) == 1 and len(reports[0].kernels) == 1
+
+    def scatter(x, src):
+        return torch.as_strided_scatter(x, src, (x.shape[0],), (1,), 0)
+
+    def grads(fn, x, src):
+        x, src = x.detach().requires_grad_(), src.detach().requires_grad_()
+        return torch.autograd.grad((fn(x, src) * torch.arange(x.shape[0], device=device)).sum(), (x, src))
+
+    compiled = torch.compile(scatter, backend="xpu_lite", dynamic=True)
+    for n in (3, 5):
+        x, src = torch.randn(n + 1, device=device)[1:], torch.randn(n, device=device)  # x at storage offset 1
+        for got, expected in zip(grads(compiled, x, src), grads(scatter, x, src), strict=True):
+            assert_bitwise(got, expected)
 
 
 def test_diagonal_unfold_and_as_strided_are_index_math(device: str) -> None:
     """diagonal, unfold and as_strided fold into kernel loads like the other views: their
     traced strides and offset place each element, overlapping ones included. Rectangular
     and permuted inputs of three sizes, one graph; a view the output reads is eager's
-    alias. Gradients through the three match eager's."""
+    alias. Gradients through the three match eager's. (An as_strided of an input is eager's
+    alias: test_as_strided_of_an_input_counts_from_its_storage_at_run_time.)"""
     compiled = torch.compile(_strided_views, backend="xpu_lite", dynamic=True)
     with capture() as reports:
         for n in (4, 6, 9):

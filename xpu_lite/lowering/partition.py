@@ -16,7 +16,7 @@ from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random, own_decomposition_reason
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
-from .views import VIEW_OPS, retrace_stale_views, slices_for_splits, view_rejection
+from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
 
 aten = torch.ops.aten
 
@@ -92,6 +92,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
     if (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)
+    if (absolute := absolute_offset_of_an_input(node)) is not None:
+        return fallback(FallbackKind.ATEN_KERNEL, absolute)
     not_a_view = view_rejection(node)
     if not_a_view is None:
         return Decision(name, op, DecisionKind.VIEW, note=note)

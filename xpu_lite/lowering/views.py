@@ -64,6 +64,23 @@ def view_rejection(node: torch.fx.Node) -> str | None:
     return None
 
 
+def absolute_offset_of_an_input(node: torch.fx.Node) -> str | None:
+    """Why an `as_strided` with a storage offset, of a graph input (directly or through
+    views), runs as eager's alias, which kernels read (no copy either way); else None. Its
+    offset counts from the storage's start, not from the input's own offset, which Dynamo
+    does not guard and AOTAutograd does not make a tangent's: index math from the traced
+    offset read x[k + 2] where eager reads x[k] for an input x = base[3:] traced as base[1:]."""
+    if node.target is not aten.as_strided.default or len(node.args) < 4 and "storage_offset" not in node.kwargs:
+        return None
+    root = node.args[0]
+    while isinstance(root, torch.fx.Node) and root.op == "call_function" and root.target in VIEW_OPS:
+        root = root.args[0]
+    if not (isinstance(root, torch.fx.Node) and root.op == "placeholder"):
+        return None
+    return (f"an as_strided of the graph input {root.name} at a storage offset, which counts from the storage's "
+            "start: the input's own offset is not guarded, so eager's alias places it")
+
+
 SPLIT_OPS: frozenset[Any] = frozenset({aten.split_with_sizes.default, aten.split.Tensor})
 
 
