@@ -395,19 +395,21 @@ def test_indirect_stores_only_in_untiled_pointwise_kernels() -> None:
 
 def test_as_strided_scatter_covering_every_element_is_a_copy_kernel(device: str) -> None:
     """A view that covers every element of a dense input once (in any dim order, through
-    any dense layout of the input) leaves nothing of the input: the source, copied in the
-    view's order, read through the input's strides. Values bitwise eager's, strides
-    eager's, one compilation for all sizes. A view that covers part of it keeps the op."""
+    any dense layout of the input) leaves nothing of the input: each element is the
+    source's at its storage position. Values bitwise eager's, strides eager's, one
+    compilation for all sizes. A view that covers part of the input, and any view of a
+    graph input (whose storage offset, which the view addresses, is not guarded), keep the op."""
     def covering(x, src, cl):
-        n = x.shape
+        n, x = x.shape, x * 2  # a kernel's result: at its storage's start
         if cl:  # channels-last (N, C, H, W) viewed as (N, C H W) rows
             return torch.as_strided_scatter(x, src, (n[0], n[1] * n[2] * n[3]), (n[1] * n[2] * n[3], 1))
         return torch.as_strided_scatter(x, src, (n[1], n[0]), (1, n[1]))  # (n, 6) transposed
 
-    def partial(x, src):
-        return torch.as_strided_scatter(x, src, (x.shape[0], 3), (6, 1), 1)
+    def kept(x, src, whole):
+        return (torch.as_strided_scatter(x * 2, src, (x.shape[0], 3), (6, 1)),  # covers part of x * 2
+                torch.as_strided_scatter(x, whole, (x.shape[0], 6), (6, 1)))  # covers all of x, a graph input
 
-    compiled, compiled_partial = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (covering, partial))
+    compiled, compiled_kept = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (covering, kept))
     with capture() as reports:
         for n in (4, 5, 7):
             for cl in (False, True):
@@ -418,20 +420,20 @@ def test_as_strided_scatter_covering_every_element_is_a_copy_kernel(device: str)
                 assert_bitwise(actual, expected)
                 assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
     assert len(reports) == 2 and not any(r.fallbacks for r in reports)  # one graph for each layout
-    assert all("aten.clone.default" in _kernel_ops([r]) for r in reports)
+    assert all(len(r.kernels) == 1 and "aten.as_strided_scatter.default" in _kernel_ops([r]) for r in reports)
 
     with capture() as reports:
         for n in (4, 5):
-            x, src = torch.randn(n, 6, device=device), torch.randn(n, 3, device=device)
-            assert_bitwise(compiled_partial(x, src), partial(x, src))
-    (fallback,) = reports[0].fallbacks
-    assert fallback.op == "aten.as_strided_scatter.default" and "regions decompose it, but not this call" in fallback.why()
+            x, src, whole = (torch.randn(n, k, device=device) for k in (6, 3, 6))
+            assert_bitwise(compiled_kept(x, src, whole), kept(x, src, whole))
+    reasons = [d.why() for d in reports[0].fallbacks]
+    assert len(reasons) == 2 and "not cover every element" in reasons[0] and "eager addresses the storage" in reasons[1], reasons
 
 
 def test_gradient_of_a_flattened_channels_last_pool_has_no_scatter(device: str) -> None:
     """AOTAutograd's gradient of a view of a channels-last tensor (flatten after an
-    adaptive pool to (N, C, 1, 1)) is an as_strided_scatter into zeros: a copy kernel here,
-    the zeros never made; gradients bitwise eager's."""
+    adaptive pool to (N, C, 1, 1)) is an as_strided_scatter into zeros: a kernel here (with
+    the copy before it), the zeros never made; gradients as eager's."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
                                 torch.nn.Linear(4, 2)).to(device=device, memory_format=torch.channels_last)
@@ -447,6 +449,8 @@ def test_gradient_of_a_flattened_channels_last_pool_has_no_scatter(device: str) 
             for actual, expected in zip(*grads):
                 torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
     ran = {d.op for r in reports for d in r.decisions if d.node in r.emitted}
-    assert "aten.as_strided_scatter.default" not in ran and "aten.full.default" not in ran, sorted(ran)
+    eager = {d.op for r in reports for d in r.fallbacks}
+    assert "aten.as_strided_scatter.default" in _kernel_ops(reports) and "aten.as_strided_scatter.default" not in eager
+    assert "aten.full.default" not in ran, sorted(ran)
     backward = reports[1]  # counts the kernels it launches (the zeros' is removed)
     assert int(backward.counts()[2]) == len(set(re.findall(r"# (kernel_\d+): ", backward.source))) == 3

@@ -109,9 +109,6 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.index_reduce.default: (scatters.index_reduce, "index_reduce: amax and amin as scatter_reduce's atomics, mean "
                                                        "as an index_put that adds in the dtype, as eager's kernels add "
                                                        "(prod keeps the op)"),
-    aten.as_strided_scatter.default: (scatters.as_strided_scatter, "as_strided_scatter of a view that covers every "
-                                                                   "element once as a copy of the source in the view's "
-                                                                   "order, read through the input's strides"),
     aten.max_unpool2d.default: (scatters.max_unpool2d, "max_unpool2d as torch._decomp's scatter, laid out as eager "
                                                        "lays out its result (on cpu the input's memory format)"),
     **{op: (decomposition, f"{op} as eager's binary search, its steps lookups of the boundaries in one kernel "

@@ -179,37 +179,3 @@ def max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[in
         return out
     return out.contiguous(memory_format=compat.suggest_memory_format(self))
 
-
-def _dense_order(sizes: Any, strides: Any) -> list[int] | None:
-    """The dims of a layout, outermost first, where the strides provably address each of
-    the prod(sizes) positions from 0 once, whatever the size symbols are (a permutation
-    of the dims, contiguous; a dim of size 1 may have any stride); else None."""
-    left = [d for d in range(len(sizes)) if not compat.statically_known_true(sizes[d] == 1)]
-    inner_first: list[int] = []
-    extent: Any = 1
-    while left:
-        d = next((d for d in left if compat.statically_known_true(strides[d] == extent)), None)
-        if d is None:
-            return None
-        inner_first.append(d)
-        left.remove(d)
-        extent = extent * sizes[d]
-    return [d for d in range(len(sizes)) if d not in inner_first] + inner_first[::-1]
-
-
-def as_strided_scatter(self: torch.Tensor, src: torch.Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Any:
-    """Where the view covers every element of a dense `self` once (AOTAutograd's gradient of
-    a view of a channels-last tensor: a flatten after a pooled (N, C, 1, 1)), nothing of
-    `self` is left: src laid out in the view's stride order (a copy kernel), read through
-    `self`'s strides (index math). Eager's result is a clone of `self`'s whole storage (its
-    strides and storage offset) with src copied into the view, which addresses that
-    storage: `self` at offset 0 is what the view covers. Any other view keeps the op."""
-    if src.dtype != self.dtype or src.device != self.device:
-        return NotImplemented
-    view_order, self_order = _dense_order(size, stride), _dense_order(self.shape, self.stride())
-    covers = compat.statically_known_true(math.prod(size) == self.numel())
-    offsets = compat.statically_known_true((storage_offset or 0) == 0) and compat.statically_known_true(self.storage_offset() == 0)
-    if view_order is None or self_order is None or not covers or not offsets:
-        return NotImplemented
-    flat = src.permute(view_order).clone(memory_format=torch.contiguous_format)
-    return flat.as_strided(self.shape, self.stride(), 0)

@@ -1,5 +1,6 @@
 """Lowerings of ops whose result reads its inputs at positions of its own: cat,
-constant_pad_nd, slice_scatter, select_scatter, diagonal_scatter, flip and repeat; and arange, the coordinate itself.
+constant_pad_nd, slice_scatter, select_scatter, diagonal_scatter, as_strided_scatter (a
+view covering all of its input), flip and repeat; and arange, the coordinate itself.
 
 Each element loads from the input that holds it, under a mask (a bool value of the
 element's coordinates, so no lane reads outside a tensor), and `where` picks it: values
@@ -17,10 +18,11 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
+from .._torch_compat import FloorDiv, ModularIndexing, provably_equal, sym_expr
 from .pointwise import (FLOATS, INTS, READABLE, SMALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection,
                         small_scalar_rejection)
 from .registry import LOWERINGS
+from .views import VIEW_OPS
 
 aten = torch.ops.aten
 
@@ -103,6 +105,57 @@ def _check_diagonal_scatter(node: torch.fx.Node) -> str | None:
     if why is None and node.meta["val"].dim() < 2:
         return "a result of fewer than 2 dims has no diagonal"
     return why
+
+
+def _dense_order(sizes: list[sympy.Expr], strides: list[sympy.Expr], equal: Callable[[Any, Any], bool]) -> list[int] | None:
+    """The dims of a layout, innermost first, whose strides provably address each of the
+    prod(sizes) positions from 0 once for every size (a permutation of the dims,
+    contiguous; a dim of size 1 may have any stride); else None."""
+    left = [d for d in range(len(sizes)) if not equal(sizes[d], 1)]
+    order: list[int] = []
+    extent: sympy.Expr = sympy.Integer(1)
+    while left:
+        d = next((d for d in left if equal(strides[d], extent)), None)
+        if d is None:
+            return None
+        order.append(d)
+        left.remove(d)
+        extent = extent * sizes[d]
+    return order
+
+
+def _graph_input(node: Any) -> bool:
+    """A graph input, or a view of one (a placeholder at the root of view ops)."""
+    while isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in VIEW_OPS:
+        node = node.args[0]
+    return isinstance(node, torch.fx.Node) and node.op == "placeholder"
+
+
+def _check_as_strided_scatter(node: torch.fx.Node) -> str | None:
+    """A view that covers every element of a dense input once (AOTAutograd's gradient of a
+    view of a channels-last tensor: the gradient scattered into zeros): the result is the
+    source read at each element's storage position. Eager's result is a clone of the
+    input's whole storage, which the view's offset and strides address: the input must sit
+    at its storage's start, which a graph input's unguarded offset does not promise."""
+    x, src, size, stride = node.args[:4]
+    if (why := _rejection(node, [x, src], {})) is not None:
+        return why
+    if not isinstance(size, (list, tuple)) or not all(_is_int(a) for a in (*size, *stride, _arg_at(node, 4, 0) or 0)):
+        return "sizes, strides or offset that are not ints or SymInts"
+    val = node.meta["val"]
+    equal = lambda a, b: provably_equal(sympy.sympify(a), sympy.sympify(b), val)  # noqa: E731
+    view_sizes = [_int_expr(a) for a in size]
+    if _graph_input(x) or not equal(sym_expr(x.meta["val"].storage_offset()), 0) or not equal(_int_expr(_arg_at(node, 4, 0) or 0), 0):
+        return "an input or a view not at its storage's start (a graph input's offset is not guarded): eager addresses the storage"
+    if _dense_order(list(_sizes(node)), [sym_expr(s) for s in val.stride()], equal) is None:
+        return "an input that is not dense: eager's clone keeps its storage's other elements"
+    if _dense_order(view_sizes, [_int_expr(a) for a in stride], equal) is None or not equal(sympy.Mul(*view_sizes), sympy.Mul(*_sizes(node))):
+        return "a view that does not cover every element of the input once: elements of the input would remain"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int or isinstance(value, torch.fx.Node) and isinstance(value.meta.get("val"), torch.SymInt)
 
 
 def _check_flip(node: torch.fx.Node) -> str | None:
@@ -248,6 +301,16 @@ def _diagonal_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, o
     return _pick(b, node, inside, b.cast(b.gather(src, at, inside), cdt, node), _arg(b, x, cdt, node))
 
 
+def _as_strided_scatter(b: Any, node: torch.fx.Node, x: Any, src: torch.fx.Node, size: list[Any], stride: list[Any],
+                        *rest: Any) -> int:
+    """The element at storage position p (its coordinates times the result's strides) is
+    src's at view coordinates (p // stride_j) mod size_j."""
+    sizes = _sizes(node)
+    position = sum((c * sym_expr(s) for c, s in zip(b.element_coords(sizes), node.meta["val"].stride())), sympy.Integer(0))
+    at = tuple(ModularIndexing(position, _int_expr(st), _int_expr(n)) for n, st in zip(size, stride))
+    return b.cast(b.gather(src, at, None), _out_cdt(node), node)
+
+
 def _flip(b: Any, node: torch.fx.Node, x: torch.fx.Node, dims: list[int]) -> int:
     """Element k along each flipped dim of size n is the input's n - 1 - k."""
     sizes = _sizes(node)
@@ -280,8 +343,10 @@ def _arange(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.cast(value, _out_cdt(node), node)
 
 
-def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...]) -> None:
-    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True, inlines=bool(gathers), places=bool(gathers))(rule)
+def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], gathers: tuple[int, ...],
+         unread: tuple[int, ...] = ()) -> None:
+    LOWERINGS.register(target, checker=check, gathers=gathers, coordinates=True, inlines=bool(gathers), places=bool(gathers),
+                       unread=unread)(rule)
 
 
 _reg(aten.cat.default, _check_cat, _cat, (0,))
@@ -289,6 +354,7 @@ _reg(aten.constant_pad_nd.default, _check_pad, _pad, (0,))
 _reg(aten.slice_scatter.default, _check_slice_scatter, _slice_scatter, (1,))
 _reg(aten.select_scatter.default, _check_select_scatter, _select_scatter, (1,))
 _reg(aten.diagonal_scatter.default, _check_diagonal_scatter, _diagonal_scatter, (1,))
+_reg(aten.as_strided_scatter.default, _check_as_strided_scatter, _as_strided_scatter, (1,), unread=(0,))
 _reg(aten.flip.default, _check_flip, _flip, (0,))
 _reg(aten.repeat.default, _check_repeat, _repeat, (0,))
 _reg(aten.arange.start_step, _check_arange, _arange, ())
