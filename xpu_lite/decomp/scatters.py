@@ -178,4 +178,3 @@ def max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[in
     if self.device.type != "cpu":  # cuda's and xpu's kernels fill a contiguous output
         return out
     return out.contiguous(memory_format=compat.suggest_memory_format(self))
-

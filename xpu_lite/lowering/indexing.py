@@ -22,7 +22,7 @@ from .._torch_compat import FloorDiv, ModularIndexing, provably_equal, sym_expr
 from .pointwise import (FLOATS, INTS, READABLE, SMALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection,
                         small_scalar_rejection)
 from .registry import LOWERINGS
-from .views import VIEW_OPS
+from .views import graph_input_under
 
 aten = torch.ops.aten
 
@@ -124,13 +124,6 @@ def _dense_order(sizes: list[sympy.Expr], strides: list[sympy.Expr], equal: Call
     return order
 
 
-def _graph_input(node: Any) -> bool:
-    """A graph input, or a view of one (a placeholder at the root of view ops)."""
-    while isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in VIEW_OPS:
-        node = node.args[0]
-    return isinstance(node, torch.fx.Node) and node.op == "placeholder"
-
-
 def _check_as_strided_scatter(node: torch.fx.Node) -> str | None:
     """A view that covers every element of a dense input once (AOTAutograd's gradient of a
     view of a channels-last tensor: the gradient scattered into zeros): the result is the
@@ -144,12 +137,14 @@ def _check_as_strided_scatter(node: torch.fx.Node) -> str | None:
         return "sizes, strides or offset that are not ints or SymInts"
     val = node.meta["val"]
     equal = lambda a, b: provably_equal(sympy.sympify(a), sympy.sympify(b), val)  # noqa: E731
-    view_sizes = [_int_expr(a) for a in size]
-    if _graph_input(x) or not equal(sym_expr(x.meta["val"].storage_offset()), 0) or not equal(_int_expr(_arg_at(node, 4, 0) or 0), 0):
+    offsets = (sym_expr(x.meta["val"].storage_offset()), _int_expr(_arg_at(node, 4, 0) or 0))
+    if graph_input_under(x) is not None or not all(equal(offset, 0) for offset in offsets):
         return "an input or a view not at its storage's start (a graph input's offset is not guarded): eager addresses the storage"
     if _dense_order(list(_sizes(node)), [sym_expr(s) for s in val.stride()], equal) is None:
         return "an input that is not dense: eager's clone keeps its storage's other elements"
-    if _dense_order(view_sizes, [_int_expr(a) for a in stride], equal) is None or not equal(sympy.Mul(*view_sizes), sympy.Mul(*_sizes(node))):
+    view_sizes = [_int_expr(a) for a in size]
+    covers = equal(sympy.Mul(*view_sizes), sympy.Mul(*_sizes(node)))
+    if _dense_order(view_sizes, [_int_expr(a) for a in stride], equal) is None or not covers:
         return "a view that does not cover every element of the input once: elements of the input would remain"
     return None
 

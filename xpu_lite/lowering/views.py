@@ -72,13 +72,18 @@ def absolute_offset_of_an_input(node: torch.fx.Node) -> str | None:
     offset read x[k + 2] where eager reads x[k] for an input x = base[3:] traced as base[1:]."""
     if node.target is not aten.as_strided.default or len(node.args) < 4 and "storage_offset" not in node.kwargs:
         return None
-    root = node.args[0]
-    while isinstance(root, torch.fx.Node) and root.op == "call_function" and root.target in VIEW_OPS:
-        root = root.args[0]
-    if not (isinstance(root, torch.fx.Node) and root.op == "placeholder"):
+    root = graph_input_under(node.args[0])
+    if root is None:
         return None
     return (f"an as_strided of the graph input {root.name} at a storage offset, which counts from the storage's "
             "start: the input's own offset is not guarded, so eager's alias places it")
+
+
+def graph_input_under(value: Any) -> torch.fx.Node | None:
+    """The graph input `value` is, or is a view of (through view ops); else None."""
+    while isinstance(value, torch.fx.Node) and value.op == "call_function" and value.target in VIEW_OPS:
+        value = value.args[0]
+    return value if isinstance(value, torch.fx.Node) and value.op == "placeholder" else None
 
 
 SPLIT_OPS: frozenset[Any] = frozenset({aten.split_with_sizes.default, aten.split.Tensor})
