@@ -69,4 +69,3 @@ def _stores_into(dst: torch.fx.Node, src: torch.fx.Node, copy: torch.fx.Node, gr
         if i not in seen and seen.intersection(ir.operands(value)):
             seen.add(i)
     return all(s is store or not ({s.value, *(b for b, _ in s.bounds)} & seen) for s in kernel.stores)
-

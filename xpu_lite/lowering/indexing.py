@@ -22,7 +22,7 @@ from .._torch_compat import FloorDiv, ModularIndexing, provably_equal, sym_expr
 from .pointwise import (FLOATS, INTS, READABLE, SMALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection,
                         small_scalar_rejection)
 from .registry import LOWERINGS
-from .views import graph_input_under
+from .views import graph_input_under, is_size
 
 aten = torch.ops.aten
 
@@ -107,21 +107,19 @@ def _check_diagonal_scatter(node: torch.fx.Node) -> str | None:
     return why
 
 
-def _dense_order(sizes: list[sympy.Expr], strides: list[sympy.Expr], equal: Callable[[Any, Any], bool]) -> list[int] | None:
-    """The dims of a layout, innermost first, whose strides provably address each of the
-    prod(sizes) positions from 0 once for every size (a permutation of the dims,
-    contiguous; a dim of size 1 may have any stride); else None."""
+def _dense(sizes: list[sympy.Expr], strides: list[sympy.Expr], equal: Callable[[Any, Any], bool]) -> bool:
+    """Whether the strides provably address each of the prod(sizes) positions from 0 once,
+    for every size: a permutation of the dims, contiguous (a dim of size 1 may have any
+    stride)."""
     left = [d for d in range(len(sizes)) if not equal(sizes[d], 1)]
-    order: list[int] = []
     extent: sympy.Expr = sympy.Integer(1)
-    while left:
+    while left:  # innermost first: the dim whose stride is the extent so far
         d = next((d for d in left if equal(strides[d], extent)), None)
         if d is None:
-            return None
-        order.append(d)
+            return False
         left.remove(d)
         extent = extent * sizes[d]
-    return order
+    return True
 
 
 def _check_as_strided_scatter(node: torch.fx.Node) -> str | None:
@@ -133,24 +131,20 @@ def _check_as_strided_scatter(node: torch.fx.Node) -> str | None:
     x, src, size, stride = node.args[:4]
     if (why := _rejection(node, [x, src], {})) is not None:
         return why
-    if not isinstance(size, (list, tuple)) or not all(_is_int(a) for a in (*size, *stride, _arg_at(node, 4, 0) or 0)):
+    if not isinstance(size, (list, tuple)) or not all(is_size(a) for a in (*size, *stride, _arg_at(node, 4, 0) or 0)):
         return "sizes, strides or offset that are not ints or SymInts"
     val = node.meta["val"]
     equal = lambda a, b: provably_equal(sympy.sympify(a), sympy.sympify(b), val)  # noqa: E731
     offsets = (sym_expr(x.meta["val"].storage_offset()), _int_expr(_arg_at(node, 4, 0) or 0))
     if graph_input_under(x) is not None or not all(equal(offset, 0) for offset in offsets):
         return "an input or a view not at its storage's start (a graph input's offset is not guarded): eager addresses the storage"
-    if _dense_order(list(_sizes(node)), [sym_expr(s) for s in val.stride()], equal) is None:
+    if not _dense(list(_sizes(node)), [sym_expr(s) for s in val.stride()], equal):
         return "an input that is not dense: eager's clone keeps its storage's other elements"
     view_sizes = [_int_expr(a) for a in size]
     covers = equal(sympy.Mul(*view_sizes), sympy.Mul(*_sizes(node)))
-    if _dense_order(view_sizes, [_int_expr(a) for a in stride], equal) is None or not covers:
+    if not _dense(view_sizes, [_int_expr(a) for a in stride], equal) or not covers:
         return "a view that does not cover every element of the input once: elements of the input would remain"
     return None
-
-
-def _is_int(value: Any) -> bool:
-    return type(value) is int or isinstance(value, torch.fx.Node) and isinstance(value.meta.get("val"), torch.SymInt)
 
 
 def _check_flip(node: torch.fx.Node) -> str | None:

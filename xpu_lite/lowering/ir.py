@@ -178,7 +178,6 @@ COMBINES = {"add": "adds", "max": "takes maxima", "min": "takes minima"}
 Value = Load | Constant | SymValue | Compute | Reduce | Scan
 
 
-
 def operands(value: Value) -> tuple[int, ...]:
     """The earlier values `value` reads: a Compute's arguments, a Reduce's or Scan's row, a
     Load's mask and the positions it loads at."""
@@ -189,6 +188,7 @@ def operands(value: Value) -> tuple[int, ...]:
     if isinstance(value, Load):
         return ((value.mask,) if value.mask is not None else ()) + tuple(j for j, _ in value.bounds)
     return ()
+
 
 @dataclasses.dataclass(frozen=True)
 class Tile:

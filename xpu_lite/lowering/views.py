@@ -142,11 +142,11 @@ def _split_spans(graph: torch.fx.Graph, node: torch.fx.Node, made: list[torch.fx
     if not isinstance(_dim_arg(node), int):
         return None
     if node.target is aten.split.Tensor:  # every chunk split_size long, the last one clamped by slice
-        if not _is_size(sizes) or isinstance(sizes, int) and sizes <= 0:
+        if not is_size(sizes) or isinstance(sizes, int) and sizes <= 0:
             return None
         starts = [_size_op(graph, operator.mul, sizes, i, made) for i in range(outputs + 1)]
         return list(zip(starts, starts[1:]))
-    if not isinstance(sizes, (list, tuple)) or not all(_is_size(n) for n in sizes):
+    if not isinstance(sizes, (list, tuple)) or not all(is_size(n) for n in sizes):
         return None
     starts: list[Span] = [0]
     for n in sizes:
@@ -154,7 +154,8 @@ def _split_spans(graph: torch.fx.Graph, node: torch.fx.Node, made: list[torch.fx
     return list(zip(starts, starts[1:]))
 
 
-def _is_size(value: Any) -> bool:
+def is_size(value: Any) -> bool:
+    """An int, or a graph node whose value is an int or a SymInt."""
     return isinstance(value, int) or isinstance(value, torch.fx.Node) and isinstance(
         value.meta.get("val"), (int, torch.SymInt))
 
