@@ -105,7 +105,9 @@ def test_half_precision_against_float64(device: str, mode: str, dtype: torch.dty
 def test_channels_last_input_and_gradients(device: str) -> None:
     """A channels-last image is read through its strides (the result is contiguous, as
     eager's); training: the forward is the kernel, the backward eager's
-    grid_sampler_2d_backward on the same inputs, so the gradients are bitwise eager's."""
+    grid_sampler_2d_backward on the same inputs, so the gradients are bitwise eager's. On
+    cuda and xpu that kernel adds the input's gradient with atomics, in no fixed order (two
+    eager runs differ in the last bit): there the grid's gradient is bitwise, the input's close."""
     compiled = torch.compile(_sample, backend="xpu_lite", dynamic=True)
     with capture() as reports:
         for n in (4, 7):
@@ -116,7 +118,11 @@ def test_channels_last_input_and_gradients(device: str) -> None:
             _close(got, expected)
             got.sum().backward()
             expected.sum().backward()
-            assert all(torch.equal(a.grad, b.grad) for a, b in zip(ours, eager))
+            assert_bitwise(ours[1].grad, eager[1].grad)
+            if x.device.type == "cpu":
+                assert_bitwise(ours[0].grad, eager[0].grad)
+            else:
+                _close(ours[0].grad, eager[0].grad)
     fallbacks = {d.op for r in reports for d in r.fallbacks}
     assert fallbacks == {"aten.grid_sampler_2d_backward.default"}, fallbacks
 
