@@ -125,9 +125,11 @@ def test_view_and_broadcast_kernels_compile_for_cuda(captured) -> None:
 
 def test_small_integer_kernels_compile_for_cuda(captured) -> None:
     """uint8/int8/int16 pointers (*u8, *i8, *i16) read as int32 by casts and comparisons, and
-    results of those dtypes: wrapped (shifts, masks) and stored by a truncating cast."""
+    results of those dtypes: wrapped (shifts, masks) and stored by a truncating cast; bit
+    shifts with eager's rule for amounts outside [0, bits)."""
     read = lambda x, y, z: ((x.float() / 255.0).half(), x > -1, y.to(torch.int64) + 1, z == 3,  # noqa: E731
-                            torch.maximum(x * 3 - 7, x), (~y).abs() + y, (z * z).clamp(min=-3), (x.float() * 1.5).to(torch.uint8))
+                            torch.maximum(x * 3 - 7, x), (~y).abs() + y, (z * z).clamp(min=-3), (x.float() * 1.5).to(torch.uint8),
+                            (x >> 4) & 0xF, z << y, y.int() >> 33)
     _run(read, torch.randint(0, 256, (4, 6), dtype=torch.uint8), torch.randint(-128, 128, (4, 6), dtype=torch.int8),
          torch.randint(-9, 9, (4, 6), dtype=torch.int16))
     assert {b.dtype for k in captured for b in k.inputs} >= {torch.uint8, torch.int8, torch.int16}

@@ -280,6 +280,33 @@ def test_small_integer_results_wrap_as_eagers(device: str, dtype: torch.dtype) -
     assert f"of the int 100000, out of {str(dtype).removeprefix('torch.')}'s range" in reasons["aten.add.Tensor"], reasons
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64],
+                         ids=["uint8", "int8", "int16", "int32", "int64"])
+def test_shifts_follow_eagers_rule_for_every_amount(device: str, dtype: torch.dtype) -> None:
+    """`<<`, `>>` and bitwise_left/right_shift, every overload, are kernels (since
+    2026-11-27; they were eager calls), bitwise eager's. An amount outside [0, bits) gives 0
+    to the left and the sign to the right, as eager's kernels do (uint8's amounts past 127
+    too); uint8/int8/int16 wrap. A 4-bit unpack of packed weights is one kernel. A Python
+    int outside the dtype (eager converts it first) keeps the op, with the reason."""
+    info = torch.iinfo(dtype)
+    amounts = [a for a in range(-3, info.bits + 4) if info.min <= a <= info.max] + ([130, 255] if dtype == torch.uint8 else [])
+
+    def fn(x, y):
+        return x << y, x >> y, torch.bitwise_left_shift(x, 3), torch.bitwise_right_shift(x, 5), 3 << y, \
+            torch.bitwise_right_shift(100, y), ((x >> 4) & 0xF).float() - 8
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8, 11):
+        x = torch.randint(info.min, info.max, (len(amounts), n), dtype=dtype, device=device)
+        x[:, 0], x[:, 1] = info.min, info.max
+        y = torch.tensor(amounts, dtype=dtype, device=device).unsqueeze(1).expand(-1, n).contiguous()  # every amount, every row
+        assert_bitwise(compiled(x, y), fn(x, y))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    if dtype == torch.int32:
+        reasons = [row[4] for row in xpu_lite.explain(lambda x: x << 2**33, x).rows() if row[3] == "fallback"]
+        assert reasons == ["no lowering: this lowering needs Python int operands in the result dtype's range"], reasons
+
+
 def test_nan_propagates_like_torch(device: str) -> None:
     def fn(a, b):
         return torch.maximum(a, b) + torch.minimum(a, b) + torch.relu(a)

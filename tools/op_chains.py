@@ -191,13 +191,13 @@ INT_UNARY: list[tuple[str, Op]] = [
     ("+ 100", lambda t: t + 100), ("clamp(3, 90)", lambda t: t.clamp(3, 90)),
     ("where", lambda t: torch.where(t > 5, t, t * 2)), ("float * 0.7", lambda t: (t.float() * 0.7).to(t.dtype)),
     ("int8 round trip", lambda t: t.to(torch.int8).to(t.dtype)), ("uint8 round trip", lambda t: t.to(torch.uint8).to(t.dtype)),
-    ("// 3", lambda t: t // 3), ("% 7", lambda t: t % 7),
+    ("// 3", lambda t: t // 3), ("% 7", lambda t: t % 7), ("<< 3", lambda t: t << 3), (">> 2", lambda t: t >> 2),
 ]
 
 
 def draw_int(rng: random.Random, dim: int) -> tuple[str, Op]:
     """One op of the integer vocabulary (--ops int: uint8/int8/int16 chains, whose arithmetic
-    wraps at every op): unary and binary arithmetic, division by a literal, bitwise ops,
+    wraps at every op): unary and binary arithmetic, division by a literal, bitwise ops and shifts,
     clamps and maxima, casts between the small dtypes, reductions and scans in the dtype;
     views, placing ops and index_select as draw's."""
     d = rng.randrange(dim)
@@ -206,7 +206,8 @@ def draw_int(rng: random.Random, dim: int) -> tuple[str, Op]:
         return draw(rng, dim, kind)
     if kind == "binary":
         summed = rng.random() < 0.5
-        op = rng.choice([torch.add, torch.mul, torch.sub, torch.maximum, torch.minimum, torch.bitwise_xor, torch.bitwise_and])
+        op = rng.choice([torch.add, torch.mul, torch.sub, torch.maximum, torch.minimum, torch.bitwise_xor, torch.bitwise_and,
+                         torch.bitwise_left_shift, torch.bitwise_right_shift])  # shifts by any amount, negative and past the bits too
         name = f"{op.__name__} with its {'sum' if summed else 'flip'} along {d}"
         return name, lambda t: op(t, t.sum(d, keepdim=True, dtype=t.dtype) if summed else t.flip(d))
     if kind == "reduce" and dim >= 2:

@@ -402,6 +402,7 @@ MATH: MathTable = {
     "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}", "ge": "{0} >= {1}",
     "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "{0} == 0",
     "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "bitwise_xor": "{0} ^ {1}", "bitwise_not": "~{0}",
+    "lshift": "{0} << {1}", "rshift": "{0} >> {1}",  # amounts in [0, bits) only (lowering/shifts.py)
     "where": "tl.where({0}, {1}, {2})",
     "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
