@@ -406,6 +406,25 @@ def test_float_aranges_are_exact_integers_rounded_once(device: str, dtype: torch
     assert xpu_lite.counters.forward_graphs == 1
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16], ids=["uint8", "int8", "int16"])
+def test_small_integer_aranges_wrap_as_eagers(device: str, dtype: torch.dtype) -> None:
+    """uint8/int8/int16 aranges are kernels (since 2026-11-27; they were eager calls):
+    start + i * step in int64, wrapped to the dtype, as eager casts its int64 values
+    (`arange(250, 260, dtype=uint8)` passes 255 to 0), wherever they are read: added,
+    multiplied, cast to float, reduced; a SymInt start too. Three sizes, one graph."""
+    def fn(x, n, s):
+        return (torch.arange(n, dtype=dtype, device=x.device) + x, torch.arange(-3, n, dtype=dtype, device=x.device),
+                torch.arange(s, s + 3 * n, 3, dtype=dtype, device=x.device) * 2,
+                torch.arange(0, 100 * n, 100, dtype=dtype, device=x.device).float(),
+                torch.arange(250, 250 + n, dtype=dtype, device=x.device).amax())
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n, s in ((5, 120), (9, 126), (12, 250)):
+        x = torch.randint(0, 100, (n,), dtype=dtype, device=device)
+        assert_bitwise(compiled(x, n, s), fn(x, n, s))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+
 def test_an_arange_on_a_device_named_without_an_index() -> None:
     """`torch.arange(..., device="cuda")` makes its result on cuda:0: the same device, a
     kernel (the first H100 run found the float aranges falling back as "another device",

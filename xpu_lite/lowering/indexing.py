@@ -168,9 +168,10 @@ def _same_device(given: Any, made: torch.device) -> bool:
 
 def _check_arange(node: torch.fx.Node) -> str | None:
     """Integer start, end and step (ints or SymInts), any result dtype but bool: the
-    values are exact integers, rounded once to a float result (see _arange)."""
+    values are exact integers, rounded once to a float result, wrapped to a uint8/int8/int16
+    one (see _arange)."""
     val = node.meta.get("val")
-    if (why := _tensor_rejection(val, INTS + FLOATS, "result")) is not None:
+    if (why := _tensor_rejection(val, INTS + FLOATS + SMALL, "result")) is not None:
         return why
     if isinstance(val.shape[0], int) and val.shape[0] == 0:
         return "a statically empty result: nothing to place"
