@@ -364,6 +364,37 @@ def test_index_reduce_is_scatter_kernels(device: str, dtype: torch.dtype) -> Non
     assert "prod keeps the op" in report.graphs[0].decisions[0].why()
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16], ids=["uint8", "int8", "int16"])
+def test_small_integer_adds_and_extrema_are_int32_atomics(device: str, dtype: torch.dtype) -> None:
+    """uint8/int8/int16 scatters that add (index_put with accumulate, scatter_add, index_add
+    with and without alpha, scatter_reduce sum, put) or reduce (scatter_reduce and
+    index_reduce amax/amin) were eager calls: no atomic of those dtypes. Since 2026-11-27
+    regions compute them in int32, atomics included, and cast back: eager adds in the dtype
+    and wraps at every add, and a sum wrapped once is the same modulo 2**bits in any order;
+    extrema are exact either way. Bitwise eager's with repeated positions, three sizes, one
+    graph. A mean keeps the op (its floor division by the counts), with the reason."""
+    def fn(x, i, v):
+        j = i.unsqueeze(1).expand(-1, x.shape[1])
+        return (x.index_put((i,), v, accumulate=True), x.scatter_add(0, j, v), x.index_add(0, i, v),
+                x.index_add(0, i, v, alpha=3), torch.scatter_reduce(x, 0, j, v, "sum"), torch.put(x, i, v[:, 0], accumulate=True),
+                torch.scatter_reduce(x, 0, j, v, "amax"), torch.scatter_reduce(x, 0, j, v, "amin", include_self=False),
+                x.index_reduce(0, i, v, "amax"), x.index_reduce(0, i, v, "amin", include_self=False))
+
+    info = torch.iinfo(dtype)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8, 11):
+        x = torch.randint(info.min, info.max + 1, (n, 3), dtype=dtype, device=device)
+        i = torch.randint(0, n, (2 * n,), device=device)  # about two values per position: the adds wrap
+        v = torch.randint(info.min, info.max + 1, (2 * n, 3), dtype=dtype, device=device)
+        for got, expected in zip(compiled(x, i, v), fn(x, i, v), strict=True):
+            assert_bitwise(got, expected)
+            assert got.stride() == expected.stride()
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    mean = lambda x, i, v: torch.scatter_reduce(x, 0, i.unsqueeze(1).expand(-1, x.shape[1]), v, "mean")  # noqa: E731
+    reasons = [row[4] for row in xpu_lite.explain(mean, x, i, v).rows() if row[3] == "fallback"]
+    assert len(reasons) == 1 and "but for a bool or a uint8/int8/int16 mean" in reasons[0], reasons
+
+
 def test_what_is_not_lowered_says_why() -> None:
     def fn(x, m, i, b):
         return x.index_put([m], x.sum() * 2), b.index_put([i], b[:2], accumulate=True), x.double().index_put([i], x[:2].double())

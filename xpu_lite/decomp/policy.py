@@ -96,7 +96,10 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.masked_scatter.default: (scatters.masked_scatter,
                                   "masked_scatter as a cumsum of the mask and a lookup of the source"),
     aten.scatter_add.default: (scatters.scatter_add, "scatter_add of float16/bfloat16 on cpu added in float32 and "
-                                                     "rounded once, as eager's cpu kernel adds"),
+                                                     "rounded once, as eager's cpu kernel adds; uint8/int8/int16 in int32, "
+                                                     "wrapped once"),
+    aten.index_put.default: (scatters.index_put, "index_put that adds uint8/int8/int16 values: int32 atomic adds, "
+                                                 "wrapped once (the same sum modulo 2**bits)"),
     aten.index_add.default: (scatters.index_add, "index_add as index_put with accumulate, multiplied by alpha in the "
                                                  "dtype; float16/bfloat16 on cpu without alpha added in float32, as "
                                                  "eager's cpu kernel adds"),

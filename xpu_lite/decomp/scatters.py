@@ -15,6 +15,7 @@ from .search import KERNEL_DTYPES
 
 aten = torch.ops.aten
 _HALF = (torch.float16, torch.bfloat16)
+_SMALL = (torch.uint8, torch.int8, torch.int16)
 
 
 def take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -50,10 +51,23 @@ def _half_on_cpu(t: torch.Tensor) -> bool:
 def scatter_add(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
     """Eager's cpu scatter_add of float16 and bfloat16 adds in float32 and rounds once (its
     result is `self.float().scatter_add(dim, index, src.float())` rounded): so here, float32
-    atomic adds and a cast. Its GPU kernels add in the dtype itself (atomics): the op as is."""
+    atomic adds and a cast. Its GPU kernels add in the dtype itself (atomics): the op as is.
+    uint8/int8/int16: int32 adds, wrapped once (index_put)."""
+    if self.dtype in _SMALL:
+        return self.int().scatter_add(dim, index, src.int()).to(self.dtype)
     if not _half_on_cpu(self):
         return NotImplemented
     return self.float().scatter_add(dim, index, src.float()).to(self.dtype)
+
+
+def index_put(self: torch.Tensor, indices: list[Any], values: torch.Tensor, accumulate: bool = False) -> Any:
+    """uint8/int8/int16 adds (accumulate) in int32, cast back: eager adds in the dtype,
+    wrapping at every add, and the sum wrapped once is the same (addition modulo 2**bits,
+    in any order), which int32 atomic adds can make (there is no atomic add of those
+    dtypes). Anything else: the op as is."""
+    if not accumulate or self.dtype not in _SMALL:
+        return NotImplemented
+    return aten.index_put.default(self.int(), indices, values.int(), True).to(self.dtype)
 
 
 def index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha: Any = 1) -> Any:
@@ -98,8 +112,10 @@ def scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch
     mean divides by the number of values added (one more with include_self, 1 where none
     was), floor division for integers. amax and amin: _scatter_extrema.
     prod keeps the op (no atomic multiply), and so do dtypes kernels do not compute
-    (eager's own error for a bool mean)."""
-    if reduce not in ("sum", "mean", "amax", "amin") or self.dtype not in KERNEL_DTYPES:
+    (eager's own error for a bool mean) and a uint8/int8/int16 mean (its floor division by
+    the counts is eager's)."""
+    if reduce not in ("sum", "mean", "amax", "amin") or self.dtype not in KERNEL_DTYPES + _SMALL or (
+            reduce == "mean" and self.dtype in _SMALL):
         return NotImplemented
     if reduce in ("amax", "amin"):
         return _scatter_extrema(self, dim, index, src, reduce, include_self)
@@ -121,7 +137,7 @@ def index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torc
     where none); a 0-dim input as a 1-D one. prod (no atomic multiply), an integer mean
     (its floor division is eager anyway) and dtypes kernels do not compute keep the op."""
     floats_mean = reduce == "mean" and self.is_floating_point()
-    if not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in KERNEL_DTYPES:
+    if not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in KERNEL_DTYPES + _SMALL:
         return NotImplemented
     if self.dim() == 0:
         return index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self).reshape(())
@@ -151,11 +167,12 @@ def _scatter_extrema(self: torch.Tensor, dim: int, index: torch.Tensor, src: tor
     fresh, so no NaN of `self` can be passed over by the atomics. float16/bfloat16 as
     float32 (exact both ways). Bitwise eager's but for NaN signs (a NaN from src comes out
     with its sign bit clear for amax, set for amin) and where +0 and -0 of src meet at one
-    position (the atomics order -0 below +0; eager keeps the first)."""
+    position (the atomics order -0 below +0; eager keeps the first). uint8/int8/int16 as
+    int32 (exact both ways too)."""
     if _EXTREMA_KERNEL.get():
         return NotImplemented
-    half = self.dtype in _HALF
-    base, values = (self.float(), src.float()) if half else (self, src)
+    wide = torch.float32 if self.dtype in _HALF else torch.int32 if self.dtype in _SMALL else self.dtype
+    base, values = self.to(wide), src.to(wide)
     floating = base.is_floating_point()
     lowest, highest = (-math.inf, math.inf) if floating else (torch.iinfo(base.dtype).min, torch.iinfo(base.dtype).max)
     identity = lowest if reduce == "amax" else highest
@@ -170,7 +187,7 @@ def _scatter_extrema(self: torch.Tensor, dim: int, index: torch.Tensor, src: tor
     if floating:
         wins = wins | reduced.isnan()
     result = torch.where(wins, reduced, base).contiguous()  # eager's result is contiguous whatever self's layout
-    return result.to(self.dtype) if half else result
+    return result.to(self.dtype)
 
 
 def max_unpool2d(self: torch.Tensor, indices: torch.Tensor, output_size: list[int]) -> torch.Tensor:

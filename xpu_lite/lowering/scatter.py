@@ -101,7 +101,8 @@ def _check_index_put(node: torch.fx.Node) -> str | None:
 def _check_scatter(node: torch.fx.Node) -> str | None:
     x, dim, index, source = node.args[:4]
     if node.target is aten.scatter_reduce.two and node.args[4] not in ATOMIC_REDUCES:
-        return f"reduce={node.args[4]!r}: the reductions done by atomics are {sorted(ATOMIC_REDUCES)} (no atomic multiply)"
+        return (f"reduce={node.args[4]!r}: the reductions done by atomics are {sorted(ATOMIC_REDUCES)} (no atomic multiply; "
+                "regions decompose sum and mean into scatter_add but for a bool or a uint8/int8/int16 mean, decomp/scatters.py)")
     if (why := _target_rejection(node, x)) is not None:
         return why
     if type(dim) is not int:
