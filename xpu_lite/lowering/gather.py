@@ -40,7 +40,7 @@ def _check_embedding(node: torch.fx.Node) -> str | None:
 
 def _check_gather(node: torch.fx.Node) -> str | None:
     x, dim, index = node.args[:3]
-    if (why := _rejection(node, [x], {"dim": dim})) or (why := _index_rejection(index, (torch.int64,))):
+    if (why := _rejection(node, [x], {"dim": dim})) or (why := _index_rejection(index)):
         return why
     return "a 0-dim input" if x.meta["val"].dim() == 0 else None
 

@@ -107,7 +107,7 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
         return why
     if type(dim) is not int:
         return f"a symbolic dim ({dim})"
-    if (why := _index_rejection(index, (torch.int64,))) is not None:
+    if (why := _index_rejection(index)) is not None:
         return why
     if index.meta["val"].dim() != x.meta["val"].dim():
         return "an index of another rank than the input"
