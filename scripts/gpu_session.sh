@@ -14,7 +14,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 # the tests changed since the last GPU run, first
-NEW=${NEW:-"uint8_linear_interpolation or copies_of_views or decompositions_give_eagers_layout or channels_last_input_and_gradients or greedy_generation"}
+NEW=${NEW:-"uint8_linear_interpolation or copies_of_views or decompositions_give_eagers_layout or channels_last_input_and_gradients or greedy_generation or shifts_follow or small_integer_aranges or small_integer_adds or int32_and_int64_positions"}
 { date -u; nvidia-smi -L; $py -c "import torch, triton, numpy; print(torch.__version__, triton.__version__, numpy.__version__, torch.cuda.get_device_name())"; } > "$OUT/env.txt" 2>&1
 stage() {  # name, seconds, command...: one capped step, its time and exit code in the log
   local name=$1 cap=$2; shift 2
