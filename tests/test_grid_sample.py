@@ -107,7 +107,7 @@ def test_channels_last_input_and_gradients(device: str) -> None:
     eager's); training: the forward is the kernel, the backward eager's
     grid_sampler_2d_backward on the same inputs, so the gradients are bitwise eager's. On
     cuda and xpu that kernel adds the input's gradient with atomics, in no fixed order (two
-    eager runs differ in the last bit): there the grid's gradient is bitwise, the input's close."""
+    eager runs can differ in the last bit): there the grid's gradient is bitwise, the input's close."""
     compiled = torch.compile(_sample, backend="xpu_lite", dynamic=True)
     with capture() as reports:
         for n in (4, 7):
