@@ -65,6 +65,18 @@ def test_default_mode_float32_second_look_and_length_1_strides(capsys) -> None:
     assert "'failed': 0" in capsys.readouterr().out
 
 
+def test_second_look_upcasts_a_unary_ops_integer_input(capsys) -> None:
+    """i1 of an int64 tensor: eager's float32 i1 is 8 ulps from the math at 12, the kernel's
+    under half an ulp. The second look's float64 run upcasts the integer input too (it used
+    to run eager's own float32 program as the reference, and failed the closer result)."""
+    assert sweep.main(["--mode", "default", "--dtype", "int64", "--ops", "special.i1", "--rtol", "0", "--atol", "0"]) == 0
+    assert "'failed': 0" in capsys.readouterr().out
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    assert sweep._integer_operand(SampleInput(torch.arange(3), args=(torch.arange(3),))) == {}  # indices, wraps: not upcast
+    assert sweep._integer_operand(SampleInput(torch.arange(3))) == {torch.int64: 2.0}
+
+
 def test_sweep_counts_what_the_default_mode_leaves_eager_and_why(capsys) -> None:
     # bessel_j0 has no lowering; asin is a kernel; a float64 asin is not (its reason says why)
     assert sweep.main(["--mode", "default", "--ops", "special.bessel_j0,asin", "--samples", "1", "--fallbacks"]) == 0
