@@ -205,7 +205,7 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
     verdict = _compare(actual, expected, values=values, tol=tol, reference=reference)
     if verdict and mode != "lite" and reference is None and verdict.startswith(VALUE_MISMATCH):
         with contextlib.suppress(Exception):  # no float64 reference: the verdict stands
-            reference = run(fn, _upcast(sample, FLOAT32_CLOSER | _integer_operand(sample)), training)
+            reference = run(fn, _upcast(sample, (*FLOAT32_CLOSER, *_integer_operand(sample))), training)
             verdict = _compare(actual, expected, values=values, tol=tol, reference=reference, closer=FLOAT32_CLOSER)
     if (verdict and verdict.startswith("strides")
             and _compare(actual, _aot_eager_run(fn, sample, training, run), values=False, tol=tol) is None):
@@ -228,14 +228,14 @@ def _low_precision(tree) -> bool:
     return any(isinstance(t, torch.Tensor) and t.dtype in LOW_PRECISION for t in tree_flatten(tree)[0])
 
 
-def _integer_operand(sample) -> dict[torch.dtype, float]:
+def _integer_operand(sample) -> tuple[torch.dtype, ...]:
     """The dtype of a unary op's integer input, which it converts to float first (i1 of an
     int64 tensor is i1 of its float32 value): upcast too, float64 is that math's reference.
     Nothing for ops of several tensors, whose integers may be indices or wrap first."""
     tensors = [t for t in tree_flatten((sample.input, sample.args, sample.kwargs))[0] if isinstance(t, torch.Tensor)]
     if len(tensors) == 1 and not tensors[0].dtype.is_floating_point and tensors[0].dtype is not torch.bool:
-        return {tensors[0].dtype: FLOAT32_CLOSER[torch.float32]}
-    return {}
+        return (tensors[0].dtype,)
+    return ()
 
 
 def _upcast(sample, dtypes=LOW_PRECISION):
