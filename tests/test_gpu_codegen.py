@@ -137,6 +137,18 @@ def test_small_integer_kernels_compile_for_cuda(captured) -> None:
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
+def test_comparison_and_division_kernels_compile_for_cuda(captured) -> None:
+    """Comparisons in the operands' common dtype (float16's 0.1, an int32 compared with a
+    size plus 2**32: the size arguments' int64 casts) and integer division by a tensor with
+    no 0, the -1 guard of int64 included."""
+    compare = lambda h, i, n: (h == 0.1, h * 3 > 1.1, (h * 2e5).isinf(), i < i.shape[0] + 2**32,  # noqa: E731
+                               i == n, n // n.clamp(min=1), n % torch.where(n == 0, 1, n), i // i.clamp(max=-2))
+    _run(compare, torch.randn(4, 6).half(), torch.randint(-9, 9, (4, 6), dtype=torch.int32),
+         torch.randint(-9, 9, (4, 6)))
+    assert len(captured) >= 1
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
 def test_indirect_load_kernels_compile_with_their_bounds_assert(captured) -> None:
     """embedding, gather, index_select, x[:, i] and x[i, j] with int32 and int64 indexing; the
     assert survives compilation (Triton drops tl.device_assert unless debug is on)."""

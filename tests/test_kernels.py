@@ -225,11 +225,13 @@ def test_small_integer_inputs_are_read_by_casts_and_comparisons(device: str, dty
     buffers as int32 (every value exact) in casts to the other dtypes, comparisons and
     logical ops (before 2026-11-26 each was an eager call). A Python int compared with them
     is converted to their dtype first, wrapping, as eager does: `u8 > -1` compares with
-    255, `u8 == 259` with 3. A 0-dim tensor of another dtype compared with them, or added
-    to them (wrapped at run time in eager), stays an eager call, with the reason."""
+    255, `u8 == 259` with 3, and so is a 0-dim int64 tensor compared with them (in the
+    kernel since 2026-11-27). One added to them (wrapped at run time in eager) stays an
+    eager call, with the reason."""
     def fn(x, y, mean):
+        wide = torch.tensor(259, device=x.device)
         return ((x.float() / 255.0 - mean) * 2).half(), x.to(torch.int64) + 1, x.bool(), x > -1, x < 300, x == 259, \
-            x != y, x.logical_and(y), (x <= 7).logical_or(y == 0)
+            x != y, x.logical_and(y), (x <= 7).logical_or(y == 0), x == wide, x > wide - 260
 
     low, high = (0, 256) if dtype == torch.uint8 else (torch.iinfo(dtype).min, torch.iinfo(dtype).max + 1)
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
@@ -239,11 +241,10 @@ def test_small_integer_inputs_are_read_by_casts_and_comparisons(device: str, dty
         mean = torch.rand(3, 1, device=device)
         assert_bitwise(compiled(x, y, mean), fn(x, y, mean))
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
-    wrapped = lambda x: (x + torch.tensor(1, device=device), x > torch.tensor(-1, device=device))  # noqa: E731
+    wrapped = lambda x: x + torch.tensor(1, device=device)  # noqa: E731
     reasons = {row[2]: row[4] for row in xpu_lite.explain(wrapped, x).rows() if row[3] == "fallback"}
     name = str(dtype).removeprefix("torch.")
     assert f"a {name} result of an operand wider than {name} (eager wraps it first)" in reasons["aten.add.Tensor"], reasons
-    assert "compared with Python scalars or tensors of their own dtype" in reasons["aten.gt.Tensor"], reasons
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16], ids=["uint8", "int8", "int16"])
@@ -304,7 +305,8 @@ def test_shifts_follow_eagers_rule_for_every_amount(device: str, dtype: torch.dt
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
     if dtype == torch.int32:
         reasons = [row[4] for row in xpu_lite.explain(lambda x: x << 2**33, x).rows() if row[3] == "fallback"]
-        assert reasons == ["no lowering: this lowering needs Python int operands in the result dtype's range"], reasons
+        assert reasons == ["no lowering: a int32 result of the int 8589934592, out of int32's range (eager wraps it or raises, op by op)"], \
+            reasons
 
 
 def test_nan_propagates_like_torch(device: str) -> None:
@@ -822,13 +824,14 @@ def test_floor_division_follows_torch_not_floor_of_quotient(device: str) -> None
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
 def test_integer_fmod_and_remainder_by_a_literal_or_a_size(device: str, dtype: torch.dtype) -> None:
     """C's truncating % (fmod) and Python's floored one (remainder), at the dtype's extremes;
-    by an int literal other than 0 and -1 or a size (roll's `% size`). A tensor divisor, 0
-    and -1 stay eager with the reason (0 raises in eager, INT_MIN % -1 overflows)."""
+    by an int literal other than 0 or a size (roll's `% size`); by -1, 0 as in eager
+    (INT_MIN % -1 overflows in C: the kernel never computes it). A divisor that may be 0
+    stays eager with the reason (0 raises in eager)."""
     info = torch.iinfo(dtype)
 
     def fn(x):
         return (torch.fmod(x, 7), torch.remainder(x, 7), torch.fmod(x, -3), x % -3, torch.remainder(x * 2, x.shape[0]),
-                torch.roll(x, 2, -1))
+                torch.roll(x, 2, -1), torch.fmod(x, -1), x % -1)
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     for rows in (3, 6):
@@ -837,9 +840,9 @@ def test_integer_fmod_and_remainder_by_a_literal_or_a_size(device: str, dtype: t
         assert_bitwise(compiled(x), fn(x))
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
-    report = xpu_lite.explain(lambda x, y, n: (torch.fmod(x, -1), x % y, x % n), x, x.abs() + 1, 4, dynamic=True)
+    report = xpu_lite.explain(lambda x, y, n: (x % y, x % n), x, x.abs() + 1, 4, dynamic=True)
     reasons = [row[4] for row in report.rows() if row[3] == "fallback"]
-    for what in ("an integer fmod by -1", "an integer remainder by a tensor", "an integer remainder by a size that may be 0"):
+    for what in ("an integer remainder by a tensor that may hold 0", "an integer remainder by a size that may be 0"):
         assert any(what in why for why in reasons), (what, reasons)
 
 
@@ -847,12 +850,13 @@ def test_integer_fmod_and_remainder_by_a_literal_or_a_size(device: str, dtype: t
 def test_integer_floor_and_trunc_division_by_a_literal_or_a_size(device: str, dtype: torch.dtype) -> None:
     """`x // 4`, div(rounding_mode="floor"/"trunc") of integers: C's truncating `//`, floored
     where the remainder's sign differs from the divisor's, at the dtype's extremes (were
-    eager calls: "a int64 result"); by a literal other than 0 and -1 or a size, as % is."""
+    eager calls: "a int64 result"); by a literal other than 0 or a size, as % is (by -1,
+    INT_MIN gives eager's INT_MIN: the kernel never computes the overflowing C division)."""
     info = torch.iinfo(dtype)
 
     def fn(x):
         return (torch.div(x, 7, rounding_mode="floor"), torch.div(x, -3, rounding_mode="trunc"), x // 4, x // -5,
-                torch.div(x, x.shape[0], rounding_mode="floor"), torch.div(x * 3, 2, rounding_mode="trunc"))
+                torch.div(x, x.shape[0], rounding_mode="floor"), torch.div(x * 3, 2, rounding_mode="trunc"), x // -1)
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     for rows in (3, 6):
@@ -862,10 +866,87 @@ def test_integer_floor_and_trunc_division_by_a_literal_or_a_size(device: str, dt
         assert_bitwise(compiled(x), fn(x))
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
-    report = xpu_lite.explain(lambda x, y: (torch.div(x, -1, rounding_mode="floor"), x // y), x, x.abs() + 1)
-    reasons = [row[4] for row in report.rows() if row[3] == "fallback"]
-    for what in ("an integer div by -1", "an integer div by a tensor"):
-        assert any(what in why for why in reasons), (what, reasons)
+    reasons = [row[4] for row in xpu_lite.explain(lambda x, y: x // y, x, x.abs() + 1).rows() if row[3] == "fallback"]
+    assert len(reasons) == 1 and "an integer div by a tensor that may hold 0" in reasons[0], reasons
+
+
+_INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", _INTS, ids=[str(d).removeprefix("torch.") for d in _INTS])
+def test_integer_division_by_a_tensor_with_no_zero(device: str, dtype: torch.dtype) -> None:
+    """Integer floor and trunc division, remainder and fmod by a tensor are kernels (since
+    2026-11-27) where the graph proves the divisor has no 0 (eager raises on one, a kernel
+    cannot): `n.clamp(min=1)`, `n.clamp_min(2)`, `n.masked_fill(n == 0, 3)`, `where(n == 0, 1, n)`,
+    `where(n != 0, n, -1)`, `n.clamp(max=-2)`. By -1, INT_MIN gives eager's INT_MIN and a
+    remainder of 0 (the kernel never computes C's overflowing INT_MIN / -1). Bitwise
+    eager's at the dtype's extremes, one graph. A divisor that may hold 0, or that is wider
+    than the result (int64's 2**32 is int32's 0), stays eager with the reason, and raises
+    eager's error."""
+    info = torch.iinfo(dtype)
+
+    def fn(x, n):
+        divisors = [n.clamp(min=1), n.clamp_min(2), n.masked_fill(n == 0, 3), torch.where(n == 0, 1, n)]
+        if dtype.is_signed:
+            divisors += [torch.where(n != 0, n, -1), n.clamp(max=-2)]
+        truncatable = x.clamp(min=info.min + 1)  # eager's cpu trunc division traps (SIGFPE) at INT_MIN / -1
+        return [(x // d, torch.remainder(x, d), torch.fmod(x, d), torch.div(truncatable, d, rounding_mode="trunc")) for d in divisors]
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8, 11):
+        x = torch.randint(info.min, info.max, (3, n), dtype=dtype, device=device)
+        d = torch.randint(info.min, info.max, (3, n), dtype=dtype, device=device)
+        x[0, :4], d[0, :4] = (torch.tensor(v, dtype=dtype) for v in ([info.min, info.max, 7, info.min], [0, 0, 0, 1]))
+        if dtype.is_signed:
+            x[1, :4], d[1, :4] = (torch.tensor(v, dtype=dtype) for v in ([info.min, info.max, -7, 9], [-1, -1, -1, info.min]))
+        assert_bitwise(compiled(x, d), fn(x, d))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+    wide = torch.tensor(2**info.bits if info.bits < 64 else 0, device=device)  # 0 in the dtype
+    unproven = lambda x, n, w: (x // n.clamp(min=0), x % n.abs(), x // w.clamp(min=1))  # noqa: E731
+    reasons = [row[4] for row in xpu_lite.explain(unproven, x, d.clamp(min=1), wide - 1).rows() if row[3] == "fallback"]
+    assert len(reasons) == 3 - (dtype == torch.int64), reasons  # an int64 result: no wider divisor
+    assert all("that may hold 0" in why or "wider than" in why for why in reasons), reasons
+    if device == "cpu":  # a GPU's eager integer division by 0 raises nothing
+        for n, w in [(d, wide - 1)] + [(d.clamp(min=1), wide)] * (info.bits < 64):
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                torch.compile(unproven, backend="xpu_lite", dynamic=True)(x, n, w)
+
+
+_COMPARED = [torch.float16, torch.bfloat16, torch.int32]
+
+
+@pytest.mark.parametrize("dtype", _COMPARED, ids=[str(d).removeprefix("torch.") for d in _COMPARED])
+def test_comparisons_convert_both_operands_to_their_common_dtype(device: str, dtype: torch.dtype) -> None:
+    """Eager converts a comparison's operands to their common dtype first, and so do the
+    kernels since 2026-11-27: `x_f16 == 0.1` compares with float16's 0.1 (before, with
+    float32's, answering False where eager answers True), a 0-dim float32 tensor is rounded
+    to float16, a fused float16 result is compared as stored (`isinf(x * 2e5)`: float16's
+    inf); `x_i32 < 2**32 + 3` compares with 3, and so do a 0-dim int64 tensor and a SymInt's
+    value. Bitwise eager's, one graph. An int32 result of a Python int outside int32 (eager
+    wraps it or raises, op by op) stays an eager call, with the reason."""
+    if dtype.is_floating_point:
+        def fn(x, t):
+            return x == 0.1, x < 0.1, x >= 1 / 3, x * 3 > 1.1, x > t, x.isinf(), (x * 2e5).isinf(), x == 65519
+        values = [0.1, 1 / 3, 0.0999755859375, 0.10009765625, 0.3330078125, 0.33349609375, 0.3671875, 0.33203125]
+        scalar = torch.tensor(0.1, device=device)
+    else:
+        def fn(x, t):
+            return x == 2**32 + 3, x < 2**32 + 3, x >= -(2**32) - 5, x == t, x > t - 2**33, x < x.shape[0] + 2**32
+        values = [3, -5, 2, 4, -6, 7, 0, 2**31 - 1]
+        scalar = torch.tensor(2**32 + 3, device=device)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (2, 3, 5):
+        x = torch.tensor(values * n, dtype=dtype, device=device).reshape(n, -1)
+        assert_bitwise(compiled(x, scalar), fn(x, scalar))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    if dtype == torch.int32:
+        reasons = [row[4] for row in xpu_lite.explain(lambda x: x // (2**32 + 3), x).rows() if row[3] == "fallback"]
+        assert len(reasons) == 1 and "a int32 result of the int 4294967299, out of int32's range (eager wraps it" in reasons[0], reasons
+        assert_bitwise(torch.compile(lambda x: x // (2**32 + 3), backend="xpu_lite")(x), x // 3)
+        for op in (lambda x: x.clamp(min=2**32 + 3), lambda x: torch.full_like(x, -(2**33))):
+            with pytest.raises(RuntimeError, match="cannot be converted to type int without overflow"):
+                torch.compile(op, backend="xpu_lite")(x)
 
 
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 1e-30, -1e-30, 1e30, -1e30, 3.4e38,

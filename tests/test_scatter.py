@@ -372,7 +372,7 @@ def test_small_integer_adds_and_extrema_are_int32_atomics(device: str, dtype: to
     regions compute them in int32, atomics included, and cast back: eager adds in the dtype
     and wraps at every add, and a sum wrapped once is the same modulo 2**bits in any order;
     extrema are exact either way. Bitwise eager's with repeated positions, three sizes, one
-    graph. A mean keeps the op (its floor division by the counts), with the reason."""
+    graph. Means: test_integer_means_are_kernels."""
     def fn(x, i, v):
         j = i.unsqueeze(1).expand(-1, x.shape[1])
         return (x.index_put((i,), v, accumulate=True), x.scatter_add(0, j, v), x.index_add(0, i, v),
@@ -390,9 +390,37 @@ def test_small_integer_adds_and_extrema_are_int32_atomics(device: str, dtype: to
             assert_bitwise(got, expected)
             assert got.stride() == expected.stride()
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
-    mean = lambda x, i, v: torch.scatter_reduce(x, 0, i.unsqueeze(1).expand(-1, x.shape[1]), v, "mean")  # noqa: E731
-    reasons = [row[4] for row in xpu_lite.explain(mean, x, i, v).rows() if row[3] == "fallback"]
-    assert len(reasons) == 1 and "but for a bool or a uint8/int8/int16 mean" in reasons[0], reasons
+
+
+_INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("dtype", _INTS, ids=[str(d).removeprefix("torch.") for d in _INTS])
+def test_integer_means_are_kernels(device: str, dtype: torch.dtype) -> None:
+    """Integer scatter_reduce and index_reduce means, with and without include_self, are
+    kernels since 2026-11-27 (their floor division by the counts was an eager call): the
+    counts add in the dtype, 1 where none was added (so the division's divisor provably
+    has no 0), and floor-divide the sums. uint8/int8 counts past the dtype wrap, to
+    negative ones and to -1 too, as eager's do. Bitwise eager's, three sizes, one graph."""
+    def fn(x, i, v):
+        j = i.unsqueeze(1).expand(-1, x.shape[1])
+        return (torch.scatter_reduce(x, 0, j, v, "mean"), torch.scatter_reduce(x, 0, j, v, "mean", include_self=False),
+                x.index_reduce(0, i, v, "mean"), x.index_reduce(0, i, v, "mean", include_self=False))
+
+    info = torch.iinfo(dtype)
+    low, high = max(info.min, -2**40), min(info.max, 2**40)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    # row 0's count, without and with include_self: 128 and 129 (int8's -128 and -127), 255 and 256 (int8's -1,
+    # uint8's 255; both dtypes' 0, which is 1)
+    for n, repeats, at_0 in ((5, 2, 0), (4, 64, 128), (3, 100, 255)):
+        x = torch.randint(low, high + 1, (n, 3), dtype=dtype, device=device)
+        i = torch.randint(0 if at_0 == 0 else 1, n, (repeats * n,), device=device)
+        i[:at_0] = 0
+        v = torch.randint(low, high + 1, (repeats * n, 3), dtype=dtype, device=device)
+        for got, expected in zip(compiled(x, i, v), fn(x, i, v), strict=True):
+            assert_bitwise(got, expected)
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
 
 
 def test_what_is_not_lowered_says_why() -> None:

@@ -16,7 +16,7 @@ import torch
 from ..lowering import ir
 from .emitter import Emitter
 from .mathfns import BF16_BY_HAND, INT_MATH, MATH, TARGET_MATH, MathTable
-from .printer import pexpr
+from .printer import pexpr, pexpr_int64
 
 
 # the imports a kernel source of each target starts with
@@ -220,7 +220,7 @@ def scalar_or_compute(value: ir.Value, name: str, args: list[str], table: MathTa
     if isinstance(value, ir.Constant):
         return [], literal(value.value, value.dtype)
     if isinstance(value, ir.SymValue):
-        return [], f"({pexpr(value.expr)})"
+        return [], f"({pexpr_int64(value.expr) if value.dtype is torch.int64 else pexpr(value.expr)})"
     assert isinstance(value, ir.Compute), value
     dt = TL_DTYPE[value.dtype]
     if value.op == "to":

@@ -110,12 +110,11 @@ def scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch
     -inf/inf, an integer dtype's lowest/highest), then the values are combined.
     sum and mean: added (scatter_add: atomic adds, in index order under the interpreter);
     mean divides by the number of values added (one more with include_self, 1 where none
-    was), floor division for integers. amax and amin: _scatter_extrema.
-    prod keeps the op (no atomic multiply), and so do dtypes kernels do not compute
-    (eager's own error for a bool mean) and a uint8/int8/int16 mean (its floor division by
-    the counts is eager's)."""
-    if reduce not in ("sum", "mean", "amax", "amin") or self.dtype not in KERNEL_DTYPES + _SMALL or (
-            reduce == "mean" and self.dtype in _SMALL):
+    was: the counts add in the dtype, so uint8/int8/int16 ones wrap as eager's), floor
+    division for integers (a kernel: lowering/division.py proves the counts have no 0).
+    amax and amin: _scatter_extrema. prod keeps the op (no atomic multiply), and so do
+    dtypes kernels do not compute (eager's own error for a bool mean)."""
+    if reduce not in ("sum", "mean", "amax", "amin") or self.dtype not in KERNEL_DTYPES + _SMALL:
         return NotImplemented
     if reduce in ("amax", "amin"):
         return _scatter_extrema(self, dim, index, src, reduce, include_self)
@@ -123,8 +122,14 @@ def scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch
     if reduce == "sum":
         return total
     count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).scatter_add(dim, index, torch.ones_like(src))
+    return _mean(total, count)
+
+
+def _mean(total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """ATen's mean of the scatters: the sums divided by the counts, 1 where none was added;
+    floor division for integers."""
     count = count.masked_fill(count == 0, 1)
-    return total / count if self.is_floating_point() else total.div(count, rounding_mode="floor")
+    return total / count if total.is_floating_point() else total.div(count, rounding_mode="floor")
 
 
 def index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
@@ -134,10 +139,9 @@ def index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torc
     `dim` over source's other dims; mean's sums as an index_put that adds (eager's kernels
     add in the dtype, float16/bfloat16 included: not scatter_reduce's float32 on cpu),
     divided by the counts eager makes (index_add of ones; one more with include_self, 1
-    where none); a 0-dim input as a 1-D one. prod (no atomic multiply), an integer mean
-    (its floor division is eager anyway) and dtypes kernels do not compute keep the op."""
-    floats_mean = reduce == "mean" and self.is_floating_point()
-    if not (floats_mean or reduce in ("amax", "amin")) or self.dtype not in KERNEL_DTYPES + _SMALL:
+    where none; floor division for integers); a 0-dim input as a 1-D one. prod (no atomic
+    multiply) and dtypes kernels do not compute keep the op."""
+    if reduce not in ("mean", "amax", "amin") or self.dtype not in KERNEL_DTYPES + _SMALL:
         return NotImplemented
     if self.dim() == 0:
         return index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self).reshape(())
@@ -149,7 +153,7 @@ def index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torc
     base = self if include_self else self.index_fill(dim, index, 0)
     total = aten.index_put.default(base, [None] * dim + [index], source, True)
     count = (torch.ones_like(self) if include_self else torch.zeros_like(self)).index_add(dim, index, torch.ones_like(source))
-    return (total / count.masked_fill(count == 0, 1)).contiguous()  # eager's result is contiguous whatever self's layout
+    return _mean(total, count).contiguous()  # eager's result is contiguous whatever self's layout
 
 
 # Set while _scatter_extrema calls scatter_reduce into a buffer of the identity: that call,

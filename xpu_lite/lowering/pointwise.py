@@ -78,6 +78,8 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
             return "a statically empty result: nothing to compute, eager makes it"
         if val.dtype in SMALL and node.target not in _CASTS and (why := _not_of_small_result(node, val.dtype)):
             return why
+        if val.dtype is torch.int32 and node.target not in _CASTS and (why := _literal_out_of_int32(node)):
+            return why
         for key, value in node.kwargs.items():
             allowed = (kwargs or {}).get(key, ("absent",))
             if allowed is not None and value not in allowed:
@@ -117,14 +119,26 @@ def _not_of_small_result(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
             return f"a {name} result of a size or scalar operand (eager wraps it to {name} at run time)"
         if isinstance(arg, torch.fx.Node) and torch.promote_types(val.dtype, dtype) != dtype:
             return f"a {name} result of an operand wider than {name} (eager wraps it first)"
-        if (why := small_scalar_rejection(val, dtype)) is not None:
+        if (why := int_scalar_rejection(val, dtype)) is not None:
             return why
     return None
 
 
-def small_scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
-    """Why a Python scalar is not a value of uint8/int8/int16 `dtype` as given (an int in its
-    range, or a whole float such as F.pad's 0.0), or None."""
+def _literal_out_of_int32(node: torch.fx.Node) -> str | None:
+    """Why a Python scalar operand of an int32 result is not an int32 value, or None (an
+    int64 tensor or a SymInt converts to int32 in the kernel as in eager, wrapping)."""
+    for arg in (*node.args, *node.kwargs.values()):
+        if not isinstance(arg, torch.fx.Node) and (why := int_scalar_rejection(arg, torch.int32)) is not None:
+            return why
+    return None
+
+
+def int_scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
+    """Why a Python scalar is not a value of `dtype` as given (for int32 and uint8/int8/int16:
+    an int in its range, or a whole float such as F.pad's 0.0), or None. Eager converts it to
+    the dtype, op by op wrapping it or raising; a kernel literal would keep it whole."""
+    if dtype not in SMALL + (torch.int32,):
+        return None
     name, info = str(dtype).removeprefix("torch."), torch.iinfo(dtype)
     if type(value) is float and not value.is_integer():
         return f"a {name} result of the float {value} (eager converts it, checking its range op by op)"
@@ -146,20 +160,6 @@ def _arg(b: Any, value: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
     if isinstance(value, Ref):
         return b.cast(int(value), dtype, node)
     return b.constant(ir.convert_scalar(value, dtype), dtype)
-
-
-def _promoted(b: Any, operands: tuple[Any, ...]) -> torch.dtype:
-    """Compute dtype for comparisons: float32 if anything is floating, else the widest int."""
-    dtypes = [b.dtype(int(o)) for o in operands if isinstance(o, Ref)]
-    if any(d.is_floating_point for d in dtypes) or any(isinstance(o, float) for o in operands if not isinstance(o, Ref)):
-        return torch.float32
-    if torch.int64 in dtypes:
-        return torch.int64
-    if torch.int32 in dtypes:
-        return torch.int32
-    if any(type(o) is int for o in operands):
-        return torch.int64
-    return torch.bool
 
 
 # -- rules -----------------------------------------------------------------------------
@@ -202,12 +202,25 @@ def _or_on_bools(op: str, on_bools: str) -> Rule:
 
 
 def _compare(op: str) -> Rule:
+    """Both operands converted to torch's common dtype, as eager converts them, then
+    compared: float16/bfloat16 rounded (x_f16 == 0.1 compares with float16's 0.1, a fused
+    float16 result with its stored value), uint8/int8/int16 and int32 wrapped (u8 > -1
+    compares with 255, i32 == 2**32 + 3 with 3, a 0-dim int64 tensor or a SymInt alike)."""
+
     def rule(b: Any, node: torch.fx.Node, *operands: Any) -> int:
-        operands = _wrapped_scalars(node, operands)
-        cdt = _promoted(b, operands)
-        return b.compute(op, tuple(_arg(b, o, cdt, node) for o in operands), node, torch.bool)
+        common = _common_dtype(node) if len(operands) == 2 else node.args[0].meta["val"].dtype  # isnan, isinf: one
+        return b.compute(op, tuple(_in_dtype(b, o, common, node) for o in operands), node, torch.bool)
 
     return rule
+
+
+def _in_dtype(b: Any, operand: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
+    """`operand` as a `dtype` tensor holds it, in `dtype`'s compute dtype."""
+    if dtype in ir.HELD_AS:
+        return b.round_to(_arg(b, operand, ir.compute_dtype(dtype), node), dtype, node)
+    if dtype is torch.int32 and type(operand) is int:
+        return b.constant((operand + 2 ** 31) % 2 ** 32 - 2 ** 31, dtype)
+    return _arg(b, operand, dtype, node)
 
 
 def _common_dtype(node: torch.fx.Node) -> torch.dtype:
@@ -219,29 +232,6 @@ def _common_dtype(node: torch.fx.Node) -> torch.dtype:
         return 0.0 if isinstance(val, torch.SymFloat) else val
 
     return torch.result_type(*map(operand, node.args[:2]))
-
-
-def _wrapped_scalars(node: torch.fx.Node, operands: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Python int operands of a comparison whose operands promote to uint8/int8/int16, as
-    eager converts them to that dtype, wrapping (`u8 > -1` compares with 255, `u8 == 259`
-    with 3); the tensors' values are exact in int32."""
-    if len(node.args) < 2 or (common := _common_dtype(node)) not in SMALL:
-        return operands
-    bits = 8 * common.itemsize
-
-    def wrapped(value: int) -> int:
-        value &= (1 << bits) - 1
-        return value - (1 << bits) if common.is_signed and value >= 1 << (bits - 1) else value
-
-    return tuple(wrapped(o) if type(o) is int else o for o in operands)
-
-
-def _no_wrapped_tensor(node: torch.fx.Node) -> bool:
-    """Operands that promote to uint8/int8/int16 are of that dtype, or Python scalars (a 0-dim
-    tensor of another dtype, or a SymInt, would be wrapped at run time)."""
-    if len(node.args) < 2 or (common := _common_dtype(node)) not in SMALL:
-        return True
-    return all(getattr(a.meta["val"], "dtype", None) == common for a in node.args[:2] if isinstance(a, torch.fx.Node))
 
 
 def _logical(op: str) -> Rule:
@@ -432,8 +422,7 @@ _reg((aten.minimum.default,), checker(WRAPPING, READABLE), _elementwise("minimum
 _reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar),
-         checker((torch.bool,), READABLE, extra=(_no_wrapped_tensor, "uint8/int8/int16 compared with Python scalars or "
-                                                                     "tensors of their own dtype")), _compare(_op))
+         checker((torch.bool,), READABLE), _compare(_op))
 for _op in ["logical_and", "logical_or", "logical_xor"]:
     _reg((getattr(aten, _op).default,), checker((torch.bool,), READABLE), _logical(_op))
 _reg((aten.logical_not.default,), checker((torch.bool,), READABLE), _logical("logical_not"))

@@ -30,7 +30,7 @@ from .decisions import Decision, DecisionKind
 from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
 from .indexing import _sizes
 from .kernel_builder import Group, KernelBuilder
-from .pointwise import FLOATS, READABLE, SMALL, _names, _scalar_ok, _tensor_rejection, small_scalar_rejection
+from .pointwise import FLOATS, READABLE, _names, _scalar_ok, _tensor_rejection, int_scalar_rejection
 from .registry import LOWERINGS
 from .space import Space, sizes_of, strides_of, view_root
 
@@ -102,7 +102,7 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
     x, dim, index, source = node.args[:4]
     if node.target is aten.scatter_reduce.two and node.args[4] not in ATOMIC_REDUCES:
         return (f"reduce={node.args[4]!r}: the reductions done by atomics are {sorted(ATOMIC_REDUCES)} (no atomic multiply; "
-                "regions decompose sum and mean into scatter_add but for a bool or a uint8/int8/int16 mean, decomp/scatters.py)")
+                "regions decompose sum and mean into scatter_add but for a bool mean, decomp/scatters.py)")
     if (why := _target_rejection(node, x)) is not None:
         return why
     if type(dim) is not int:
@@ -115,7 +115,7 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
     if node.target is aten.scatter.value:
         if not _scalar_ok(source):
             return f"a value {source!r} that is not a Python scalar"
-        return small_scalar_rejection(source, dtype) if dtype in SMALL else None
+        return int_scalar_rejection(source, dtype)
     if (why := _source_rejection(source, dtype, "src")) is not None:
         return why
     if node.target is aten.scatter_reduce.two:
