@@ -949,6 +949,51 @@ def test_comparisons_convert_both_operands_to_their_common_dtype(device: str, dt
                 torch.compile(op, backend="xpu_lite")(x)
 
 
+def test_float_literals_are_float32_values(device: str) -> None:
+    """A Python float in a kernel is its float32 value, as eager converts it (since
+    2026-11-27). Triton types a float beyond float32's range, or below its smallest normal,
+    as float64, so before, `x * 1e39` gave 1.0 for x = 1e-39 (computed in double) where
+    eager gives inf (now an eager call: a float beyond the dtype), `x / 1e-40` was off in
+    the last bits and `x == 1e39` was False for inf."""
+    def fn(x):
+        return x / 1e-40, x * 1e-40, x == 1e39, x < 1e-40, torch.where(x > 0, x, 1e-42), x + 1e-44
+
+    x = torch.tensor([1e-39, -2.0, 3e-41, 0.0, 1e-45, float("inf"), 5.0], device=device)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
+_BEYOND = {  # a float beyond the dtype's largest finite value: eager raises, each op by its own conversion
+    "clamp": lambda x, big: x.clamp(max=big), "full_like": lambda x, big: torch.full_like(x, -big),
+    "masked_fill": lambda x, big: x.masked_fill(x > 0, -big), "pad": lambda x, big: F.pad(x, (1, 1), value=big),
+    "hardtanh": lambda x, big: F.hardtanh(x, -big, big), "lerp": lambda x, big: torch.lerp(x, x, 1e39),  # weight: float
+    "add alpha": lambda x, big: torch.add(x, x, alpha=big), "scatter": lambda x, big: x.scatter(0, torch.zeros_like(x, dtype=torch.long), big),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["float16", "float32"])
+@pytest.mark.parametrize("name", list(_BEYOND))
+def test_a_float_beyond_the_dtype_raises_as_in_eager(device: str, name: str, dtype: torch.dtype) -> None:
+    """An op with a Python float beyond its dtype's largest finite value (`x_f16.masked_fill(m,
+    -1e9)`, `x.clamp(max=1e39)`) raises eager's error (since 2026-11-27; a kernel gave inf or
+    the input): such a call is not decomposed (a decomposition need not raise alike) and the
+    op keeps its eager call, with the reason. So does nan_to_num, whose eager kernel converts
+    without a check (inf), where its decomposition's `where` would raise."""
+    big = 1e6 if dtype == torch.float16 else 1e39
+    x = torch.tensor([1.0, -2.0, 3.0], dtype=dtype, device=device)
+    with pytest.raises(RuntimeError, match="cannot be converted to type") as expected:
+        _BEYOND[name](x, big)
+    with pytest.raises(RuntimeError, match=re.escape(str(expected.value))):
+        torch.compile(_BEYOND[name], backend="xpu_lite", dynamic=True)(x, big)
+    inf = torch.tensor([1.0, float("inf"), float("nan")], dtype=dtype, device=device)
+    nan_to_num = lambda x: torch.nan_to_num(x, posinf=big)  # noqa: E731
+    assert_bitwise(torch.compile(nan_to_num, backend="xpu_lite", dynamic=True)(inf), nan_to_num(inf))
+    reasons = [row[4] for row in xpu_lite.explain(nan_to_num, inf).rows() if row[3] == "fallback"]
+    name = str(dtype).removeprefix("torch.")
+    assert len(reasons) == 1 and f"beyond {name}'s largest finite value (eager raises or gives inf" in reasons[0], reasons
+
+
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 1e-30, -1e-30, 1e30, -1e30, 3.4e38,
             float("inf"), float("-inf"), float("nan"), 0.1, 7.0, -88.0, 89.0, 1e-7, -20.0]
 SPECIAL_VALUE_OPS = {

@@ -8,6 +8,7 @@ wrapper picks from the runtime numel. Values are computed in fp32. The math tabl
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable
 
 import sympy
@@ -239,12 +240,25 @@ def scalar_or_compute(value: ir.Value, name: str, args: list[str], table: MathTa
 
 
 def literal(value: float | int | bool, dtype: torch.dtype) -> str:
+    """A constant's source. A float is its float32 value (1e39 is inf, as C converts it;
+    Triton types a Python float beyond float32's range, or below its smallest normal, as
+    float64: the kernel would compute in double), a float32 subnormal a float32 tensor."""
     if dtype is torch.bool:
         return "True" if value else "False"
     if dtype.is_floating_point:
-        value = float(value)
-        return repr(value) if math.isfinite(value) else f"float('{value}')"
+        value = _float32(float(value))
+        if not math.isfinite(value):
+            return f"float('{value}')"
+        return repr(value) if value == 0 or abs(value) >= 2.0 ** -126 else f"tl.full([], {value!r}, tl.float32)"
     return repr(int(value))
+
+
+def _float32(value: float) -> float:
+    """`value` rounded to float32 (to nearest even; past its largest finite value, inf)."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def comment(value: ir.Value) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -59,12 +60,13 @@ class DecompPlan:
 
     def decomposes_call(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """`decomposes(op)` for one call: a call that writes to inputs behind its schema's back
-        (policy.HIDDEN_WRITES) cannot stay one node anywhere."""
+        (policy.HIDDEN_WRITES) cannot stay one node anywhere; one with a float beyond its
+        tensors' dtype stays one node."""
         if writes_inputs(op, args, kwargs):
             if op in self.config.keep_ops:
                 raise ValueError(f"xpu_lite: keep_ops: {op} {_HIDDEN_WRITE.format(', '.join(HIDDEN_WRITES[op]))}")
             return True
-        return self.decomposes(op)
+        return self.decomposes(op) and not _float_beyond_its_dtype(args, kwargs)
 
     def without_preserving(self, op: torch._ops.OpOverload) -> DecompPlan:
         """The plan with `op` decomposed: its body turned out to return views of its inputs."""
@@ -84,6 +86,18 @@ class DecompPlan:
         ]
         lines += [f"  {op}: {why}" for op, why in sorted(self.kept.items(), key=lambda kv: str(kv[0]))]
         return "\n".join(lines)
+
+
+def _float_beyond_its_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """A Python float beyond the largest finite value of a floating tensor operand's dtype
+    (`x_f16.masked_fill(m, -1e9)`). Eager converts it op by op, raising ("value cannot be
+    converted to type c10::Half without overflow") or giving inf, and a decomposition need
+    not do the same, so the op stays one node: eager runs it (lowering/pointwise.py's
+    checker keeps it, with the reason)."""
+    operands = (*args, *kwargs.values())
+    dtypes = [a.dtype for a in operands if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    limit = min((torch.finfo(d).max for d in dtypes), default=math.inf)
+    return any(type(a) is float and math.isfinite(a) and abs(a) > limit for a in operands)
 
 
 def build_plan(config: LiteConfig) -> DecompPlan:

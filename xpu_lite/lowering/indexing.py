@@ -20,7 +20,7 @@ import torch.fx
 
 from .._torch_compat import FloorDiv, ModularIndexing, provably_equal, sym_expr
 from .pointwise import (FLOATS, INTS, READABLE, SMALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection,
-                        int_scalar_rejection)
+                        scalar_rejection)
 from .registry import LOWERINGS
 from .views import graph_input_under, is_size
 
@@ -84,7 +84,7 @@ def _check_pad(node: torch.fx.Node) -> str | None:
     if not _scalar_ok(value):
         return f"the fill value {value!r} is not a kernel literal (bool, float, int64 int)"
     dtype = node.meta["val"].dtype
-    return int_scalar_rejection(value, dtype)
+    return scalar_rejection(value, dtype)
 
 
 def _check_slice_scatter(node: torch.fx.Node) -> str | None:

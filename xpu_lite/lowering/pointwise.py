@@ -14,6 +14,7 @@ lowering". Division with a rounding mode, fmod and remainder: division.py.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -78,7 +79,7 @@ def checker(out: tuple[torch.dtype, ...], inputs: tuple[torch.dtype, ...] = ALL,
             return "a statically empty result: nothing to compute, eager makes it"
         if val.dtype in SMALL and node.target not in _CASTS and (why := _not_of_small_result(node, val.dtype)):
             return why
-        if val.dtype is torch.int32 and node.target not in _CASTS and (why := _literal_out_of_int32(node)):
+        if val.dtype in FLOATS + (torch.int32,) and node.target not in _CASTS and (why := _literal_out_of_range(node, val.dtype)):
             return why
         for key, value in node.kwargs.items():
             allowed = (kwargs or {}).get(key, ("absent",))
@@ -119,27 +120,43 @@ def _not_of_small_result(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
             return f"a {name} result of a size or scalar operand (eager wraps it to {name} at run time)"
         if isinstance(arg, torch.fx.Node) and torch.promote_types(val.dtype, dtype) != dtype:
             return f"a {name} result of an operand wider than {name} (eager wraps it first)"
-        if (why := int_scalar_rejection(val, dtype)) is not None:
+        if (why := scalar_rejection(val, dtype)) is not None:
             return why
     return None
 
 
-def _literal_out_of_int32(node: torch.fx.Node) -> str | None:
-    """Why a Python scalar operand of an int32 result is not an int32 value, or None (an
-    int64 tensor or a SymInt converts to int32 in the kernel as in eager, wrapping)."""
+def _literal_out_of_range(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
+    """Why a Python number operand of an int32 or float result is not a value of its dtype,
+    or None (an int64 tensor or a SymInt converts to int32 in the kernel as in eager,
+    wrapping). Floats only where the node is the op the program called: a decomposition's
+    node with such a number is not what eager runs (eager's nan_to_num(posinf=1e39) gives
+    inf where its decomposition's `where` raises), and its kernel converts as eager's
+    unchecked conversions do, to inf."""
+    original = node.meta.get("original_aten")
+    if dtype in FLOATS and original is not None and str(original) != str(node.target):  # a decomposition's node
+        return None
     for arg in (*node.args, *node.kwargs.values()):
-        if not isinstance(arg, torch.fx.Node) and (why := int_scalar_rejection(arg, torch.int32)) is not None:
+        if not isinstance(arg, torch.fx.Node) and (why := scalar_rejection(arg, dtype)) is not None:
             return why
     return None
 
 
-def int_scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
-    """Why a Python scalar is not a value of `dtype` as given (for int32 and uint8/int8/int16:
-    an int in its range, or a whole float such as F.pad's 0.0), or None. Eager converts it to
-    the dtype, op by op wrapping it or raising; a kernel literal would keep it whole."""
+def scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
+    """Why a Python number is not a value of `dtype` as given, or None: for int32 and
+    uint8/int8/int16 an int in its range or a whole float such as F.pad's 0.0; for float32,
+    float16 and bfloat16 one within the largest finite value (or inf, or NaN). Eager
+    converts it to the dtype, op by op wrapping it, raising ("value cannot be converted to
+    type c10::Half without overflow": clamp's bounds, fills, pad values) or rounding it to
+    inf; a kernel literal would keep it whole."""
+    name = str(dtype).removeprefix("torch.")
+    if dtype in FLOATS:
+        finite = type(value) is int or type(value) is float and math.isfinite(value)
+        beyond = finite and abs(value) > torch.finfo(dtype).max
+        return f"a {name} result of the number {value}, beyond {name}'s largest finite value (eager raises or gives inf, op by op)" \
+            if beyond else None
     if dtype not in SMALL + (torch.int32,):
         return None
-    name, info = str(dtype).removeprefix("torch."), torch.iinfo(dtype)
+    info = torch.iinfo(dtype)
     if type(value) is float and not value.is_integer():
         return f"a {name} result of the float {value} (eager converts it, checking its range op by op)"
     if type(value) in (int, float) and not info.min <= value <= info.max:

@@ -30,7 +30,7 @@ from .decisions import Decision, DecisionKind
 from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
 from .indexing import _sizes
 from .kernel_builder import Group, KernelBuilder
-from .pointwise import FLOATS, READABLE, _names, _scalar_ok, _tensor_rejection, int_scalar_rejection
+from .pointwise import FLOATS, READABLE, _names, _scalar_ok, _tensor_rejection, scalar_rejection
 from .registry import LOWERINGS
 from .space import Space, sizes_of, strides_of, view_root
 
@@ -115,7 +115,7 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
     if node.target is aten.scatter.value:
         if not _scalar_ok(source):
             return f"a value {source!r} that is not a Python scalar"
-        return int_scalar_rejection(source, dtype)
+        return scalar_rejection(source, dtype)
     if (why := _source_rejection(source, dtype, "src")) is not None:
         return why
     if node.target is aten.scatter_reduce.two:
