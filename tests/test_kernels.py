@@ -923,8 +923,9 @@ def test_comparisons_convert_both_operands_to_their_common_dtype(device: str, dt
     float32's, answering False where eager answers True), a 0-dim float32 tensor is rounded
     to float16, a fused float16 result is compared as stored (`isinf(x * 2e5)`: float16's
     inf); `x_i32 < 2**32 + 3` compares with 3, and so do a 0-dim int64 tensor and a SymInt's
-    value. Bitwise eager's, one graph. An int32 result of a Python int outside int32 (eager
-    wraps it or raises, op by op) stays an eager call, with the reason."""
+    value, and `x_i32 + (2**32 + 3)` adds 3. Bitwise eager's, one graph. Another int32 result
+    of a Python int outside int32 (eager wraps it or raises, op by op) stays an eager call,
+    with the reason."""
     if dtype.is_floating_point:
         def fn(x, t):
             return x == 0.1, x < 0.1, x >= 1 / 3, x * 3 > 1.1, x > t, x.isinf(), (x * 2e5).isinf(), x == 65519
@@ -932,7 +933,8 @@ def test_comparisons_convert_both_operands_to_their_common_dtype(device: str, dt
         scalar = torch.tensor(0.1, device=device)
     else:
         def fn(x, t):
-            return x == 2**32 + 3, x < 2**32 + 3, x >= -(2**32) - 5, x == t, x > t - 2**33, x < x.shape[0] + 2**32
+            return x == 2**32 + 3, x < 2**32 + 3, x >= -(2**32) - 5, x == t, x > t - 2**33, x < x.shape[0] + 2**32, \
+                (x + (2**32 + 3)) // 2, x * (2**33 + 5)  # eager's wrapped numbers: + 3, * 5
         values = [3, -5, 2, 4, -6, 7, 0, 2**31 - 1]
         scalar = torch.tensor(2**32 + 3, device=device)
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)

@@ -36,9 +36,13 @@ class Ref(int):
 
 
 def convert_scalar(value: float | int | bool, dtype: torch.dtype) -> float | int | bool:
+    """A Python number as a `dtype` constant: an int32 one wrapped, as eager converts the
+    Python int operand of `x_i32 + 2**32 + 3` (a wrapped number) without a check."""
     if dtype is torch.bool:
         return bool(value)
-    return float(value) if dtype.is_floating_point else int(value)
+    if dtype.is_floating_point:
+        return float(value)
+    return (int(value) + 2**31) % 2**32 - 2**31 if dtype is torch.int32 else int(value)
 
 
 @dataclasses.dataclass(frozen=True)

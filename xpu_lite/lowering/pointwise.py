@@ -135,10 +135,18 @@ def _literal_out_of_range(node: torch.fx.Node, dtype: torch.dtype) -> str | None
     original = node.meta.get("original_aten")
     if dtype in FLOATS and original is not None and str(original) != str(node.target):  # a decomposition's node
         return None
-    for arg in (*node.args, *node.kwargs.values()):
+    args = node.args[:1] + node.args[2:] if node.target in _WRAPPED_OPERAND else node.args
+    for arg in (*args, *node.kwargs.values()):
         if not isinstance(arg, torch.fx.Node) and (why := scalar_rejection(arg, dtype)) is not None:
             return why
     return None
+
+
+# ops whose Python number operand (args[1]) eager converts as a wrapped number, without a
+# check: `x_f16 * 1e6` is inf, `x_i32 + 2**32 + 3` adds 3 (the kernel's constants alike:
+# ir.convert_scalar, codegen's float32 literals); their `alpha` is checked
+_WRAPPED_OPERAND = frozenset({aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.mul.Tensor,
+                              aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar, aten.rsub.Scalar})
 
 
 def scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
@@ -235,9 +243,7 @@ def _in_dtype(b: Any, operand: Any, dtype: torch.dtype, node: torch.fx.Node) -> 
     """`operand` as a `dtype` tensor holds it, in `dtype`'s compute dtype."""
     if dtype in ir.HELD_AS:
         return b.round_to(_arg(b, operand, ir.compute_dtype(dtype), node), dtype, node)
-    if dtype is torch.int32 and type(operand) is int:
-        return b.constant((operand + 2 ** 31) % 2 ** 32 - 2 ** 31, dtype)
-    return _arg(b, operand, dtype, node)
+    return _arg(b, operand, dtype, node)  # an int32 constant wrapped (ir.convert_scalar)
 
 
 def _common_dtype(node: torch.fx.Node) -> torch.dtype:
