@@ -420,7 +420,7 @@ MATH: MathTable = {
     # eager's: expm1(x * input_scale) * (alpha * scale), expm1's float32 rounded once
     "elu": Steps((("d", "tl.cast({0} * {3}, tl.float64)"), ("m", "tl.cast(" + _EXPM1.replace("{0}", "{t}d") + ", tl.float32)")),
                  "tl.where({0} > 0.0, {0} * {2}, {t}m * ({1} * {2}))"),
-    # integers (by a literal other than 0 and -1: lowering/pointwise.py): `%` truncates on
+    # integers (by a divisor that is not 0, and not -1 where INT_MIN overflows: lowering/division.py): `%` truncates on
     # both targets (srem; the interpreter's numpy fmod)
     "fmod_int": "{0} % {1}", "remainder_int": _REMAINDER.replace("{m}", "({0} % {1})"),
     # and `//` truncates (sdiv; the interpreter's (a - fmod(a, b)) // b), floored as Python's
