@@ -311,13 +311,19 @@ def kernel_function(name: str, source: str) -> Callable[..., Any]:
 # kernels; explicit, because Triton 3.9 warns when it is left to its default (and 3.10
 # changes that default).
 GPU_LAUNCH_OPTIONS = {"enable_fp_fusion": True}
+# cuda: libdevice keeps subnormals, as eager's nvcc build does. Triton's default makes it
+# flush them (nvvm-reflect-ftz): fmod(1e-39, -0.3) was 0 on an H200, so 1e-39 // -0.3 was
+# -0.0 where eager's is -1.0. Intel's backend has no such option.
+CUDA_LAUNCH_OPTIONS = {"enable_reflect_ftz": False}
 # and to a kernel that checks bounds: its tl.device_assert compiled in (Triton drops it
 # otherwise), without the integer-overflow asserts debug would add too (as Inductor does)
 BOUNDS_CHECK_OPTIONS = {"debug": True, "sanitize_overflow": False}
 
 
-def gpu_launch_options(checks_bounds: bool) -> dict[str, Any]:
-    return {**GPU_LAUNCH_OPTIONS, **(BOUNDS_CHECK_OPTIONS if checks_bounds else {})}
+def gpu_launch_options(checks_bounds: bool, backend: str) -> dict[str, Any]:
+    """The options of a launch on `backend` (a device type: "cuda", "xpu")."""
+    return {**GPU_LAUNCH_OPTIONS, **(CUDA_LAUNCH_OPTIONS if backend == "cuda" else {}),
+            **(BOUNDS_CHECK_OPTIONS if checks_bounds else {})}
 # constexprs compile_ahead uses: the largest blocks a launch picks
 _AHEAD_BLOCKS = {"XBLOCK": _GPU_BLOCKS[-1], "RBLOCK": PERSISTENT_MAX["gpu"], "YBLOCK": _TILE_SIDE["gpu"]}
 
@@ -344,4 +350,5 @@ def compile_ahead(kernel: Any, signature: dict[str, str], target: Any, index_spa
     if "YBLOCK" in constexprs:  # a tiled pointwise kernel: square tiles, as pick_tile picks
         constexprs["XBLOCK"] = _TILE_SIDE["gpu"]
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if aligned and kind != "constexpr"}
-    return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=gpu_launch_options(checks_bounds))
+    return triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target,
+                          options=gpu_launch_options(checks_bounds, target.backend))

@@ -320,7 +320,7 @@ class _WrapperBuilder:
                 with body.indent():
                     message = f"xpu_lite: {', '.join(kernel.nodes)}: cannot take the max/min of an empty dimension (as in eager)"
                     body.line(f"raise IndexError({message!r})")
-        launch_options = {} if self.device_type == "cpu" else gpu_launch_options(kernel.checks_bounds)
+        launch_options = {} if self.device_type == "cpu" else gpu_launch_options(kernel.checks_bounds, self.device_type)
         options = ", INDEX=index" + "".join(f", {k}={v!r}" for k, v in launch_options.items())
         # a size that may be 0 at run time (unbacked, or a difference such as x[3:]'s): launch
         # nothing then; a backed size is at least 2 (Dynamo specializes 0 and 1) and needs no check

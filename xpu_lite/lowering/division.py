@@ -4,7 +4,8 @@ lowered only by a divisor known not to be 0 (_check_division): an int literal, a
 ShapeEnv proves at least 1, or a tensor the graph proves has no 0 (_never_zero: the counts
 of a scatter mean, `n.clamp(min=1)`). A divisor that may be -1 is guarded: INT_MIN // -1
 overflows (LLVM leaves it undefined), and the kernel gives what eager's cpu kernels give
-there, INT_MIN and a remainder of 0."""
+there, INT_MIN and a remainder of 0. A float divided by a cpu scalar is multiplied by its
+reciprocal on cuda and xpu, as their eager kernels do (_reciprocal)."""
 from __future__ import annotations
 
 from typing import Any
@@ -92,6 +93,28 @@ def _tests_zero(condition: Any, test: Any, x: Any, dtype: torch.dtype) -> bool:
         type(condition.args[1]) in (int, float) and condition.args[1] == 0) and _widens(x, dtype)
 
 
+def _reciprocal(b: Any, node: torch.fx.Node, d: int, cdt: torch.dtype) -> int | None:
+    """1 / d in float32 where eager's kernel multiplies by it: its cuda and xpu kernels divide
+    a float by a cpu scalar (a Python number, a size, a 0-dim cpu tensor) as a * (1 / d), the
+    reciprocal in float32 ("may lose one bit"), in every rounding mode. That differs from the
+    division in the last bit for a third of float32 values (x / 3.0), and x / 1e-40 is
+    x * inf. cpu divides. None where the kernel divides."""
+    divisor = node.args[1]
+    val = divisor.meta.get("val") if isinstance(divisor, torch.fx.Node) else divisor
+    cpu_scalar = isinstance(val, (int, float, torch.SymInt, torch.SymFloat)) or (
+        isinstance(val, torch.Tensor) and val.dim() == 0 and val.device.type == "cpu")
+    if node.meta["val"].device.type == "cpu" or not cdt.is_floating_point or not cpu_scalar:
+        return None
+    return b.compute("reciprocal", (d,), node, cdt)
+
+
+def _true_divide(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
+    cdt = _out_cdt(node)
+    a, d = _arg(b, x, cdt, node), _arg(b, y, cdt, node)
+    inverse = _reciprocal(b, node, d, cdt)
+    return b.compute("truediv", (a, d), node, cdt) if inverse is None else b.compute("mul", (a, inverse), node, cdt)
+
+
 def _mod(op: str) -> Rule:
     """Integers: C's truncating `%` (LLVM srem; the interpreter's numpy fmod), then
     remainder's sign fix, in the "_int" entries of the math table."""
@@ -114,9 +137,13 @@ def _div_mode(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
     a, d = _arg(b, x, cdt, node), _arg(b, y, cdt, node)
     if cdt in INTS:
         return _integer(b, node, "div_floor_int" if mode == "floor" else "div_trunc_int", a, d, cdt)
+    inverse = _reciprocal(b, node, d, cdt)
     if mode == "floor":
-        return _floor_divide(b, node, a, d, cdt)
-    return b.compute("div_trunc" if mode == "trunc" else "truediv", (a, d), node, cdt)
+        return _floor_divide(b, node, a, d, cdt, inverse)
+    if inverse is None:
+        return b.compute("div_trunc" if mode == "trunc" else "truediv", (a, d), node, cdt)
+    product = b.compute("mul", (a, inverse), node, cdt)
+    return b.compute("trunc", (product,), node, cdt) if mode == "trunc" else product
 
 
 def _integer(b: Any, node: torch.fx.Node, name: str, a: int, d: int, cdt: torch.dtype) -> int:
@@ -134,25 +161,30 @@ def _integer(b: Any, node: torch.fx.Node, name: str, a: int, d: int, cdt: torch.
     return b.compute("where", (minus_one, exact, result), node, cdt)
 
 
-def _floor_divide(b: Any, node: torch.fx.Node, a: int, d: int, cdt: torch.dtype) -> int:
+def _floor_divide(b: Any, node: torch.fx.Node, a: int, d: int, cdt: torch.dtype, inverse: int | None) -> int:
     """torch's div_floor_floating step by step: from fmod, so 1.0 // 0.1 is 9.0 as in eager
-    (floor(1.0 / 0.1) is 10.0); a zero divisor gives a / d; a zero quotient keeps its sign."""
+    (floor(1.0 / 0.1) is 10.0); a zero divisor gives a / d; a zero quotient keeps its sign.
+    Each division is a product with `inverse` where eager's kernel multiplies (_reciprocal)."""
     def op(name: str, *args: int, dtype: torch.dtype = cdt) -> int:
         return b.compute(name, args, node, dtype)
 
+    def divide(numerator: int) -> int:
+        return op("truediv", numerator, d) if inverse is None else op("mul", numerator, inverse)
+
     one, half, zero = (b.constant(v, cdt) for v in (1.0, 0.5, 0.0))
     mod = op("fmod", a, d)
-    div = op("truediv", op("sub", a, mod), d)
+    div = divide(op("sub", a, mod))
     signs_differ = op("ne", op("lt", d, zero, dtype=torch.bool), op("lt", mod, zero, dtype=torch.bool), dtype=torch.bool)
     div = op("where", op("logical_and", op("ne", mod, zero, dtype=torch.bool), signs_differ, dtype=torch.bool), op("sub", div, one), div)
     floor = op("floor", div)
     floor = op("where", op("gt", op("sub", div, floor), half, dtype=torch.bool), op("add", floor, one), floor)
-    quotient = op("truediv", a, d)
+    quotient = divide(a)
     signed_zero = op("signed_zero", quotient)
     floor = op("where", op("ne", div, zero, dtype=torch.bool), floor, signed_zero)
     return op("where", op("eq", d, zero, dtype=torch.bool), quotient, floor)
 
 
+_reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, READABLE), _true_divide)
 _reg(_DIV_MODES, _check_division, _div_mode)
 _reg((aten.remainder.Tensor, aten.remainder.Scalar), _check_division, _mod("remainder"))
 _reg((aten.fmod.Tensor, aten.fmod.Scalar), _check_division, _mod("fmod"))

@@ -439,7 +439,6 @@ for _op in ["isnan", "isinf"]:
 _reg((aten.add.Tensor, aten.add.Scalar), checker(WRAPPING, READABLE, {"alpha": None}), _add_sub("add"))
 _reg((aten.sub.Tensor, aten.sub.Scalar), checker(WRAPPING, READABLE, {"alpha": None}), _add_sub("sub"))
 _reg((aten.mul.Tensor, aten.mul.Scalar), checker(READABLE, READABLE), _or_on_bools("mul", "logical_and"))
-_reg((aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor), checker(FLOATS, READABLE), _elementwise("truediv", 2))
 _reg((aten.maximum.default,), checker(WRAPPING, READABLE), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(WRAPPING, READABLE), _elementwise("minimum", 2))
 _reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
