@@ -32,8 +32,8 @@ from ..lowering import ir
 from .emitter import Emitter
 from .mathfns import FLOAT32_FORMS
 from .printer import pexpr
-from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, bounds_check, by_value_buffers, comment, lane_index, math_table,
-                     parameters, scalar_or_compute, stored_value, used_values)
+from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, bounds_check, by_value_buffers, comment, interpreter_bf16, lane_index,
+                     load_text, math_table, parameters, scalar_or_compute, stored_value, used_values)
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
@@ -79,7 +79,7 @@ class _Source:
         self.k, self.target, self.persistent = kernel, target, persistent
         self.table = math_table(target)
         self.used = used_values(kernel)
-        self.by_value = by_value_buffers(kernel)
+        self.by_value, self.by_bits = by_value_buffers(kernel), interpreter_bf16(kernel, target)
         self.level: list[int] = []
         self.phase: list[int] = []
         for value in kernel.values:
@@ -246,7 +246,7 @@ class _Source:
             if value.bounds:  # the assert and the lanes it lets load
                 self.out.lines(bounds_check(self.k, name, value.bounds, value.message, mask, self.names.__getitem__))
                 mask += f" & {name}_ok"
-            text = f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
+            text = load_text(value, f"{value.buffer} + ({index})", mask, self.by_bits)
         elif isinstance(value, ir.Scan):
             self._scan(i, name)
             return

@@ -97,12 +97,12 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
             out.line("xmask = (yindex < ynumel) & (xindex < xnumel)")
         used = used_values(kernel)
         lanes = (ir.XINDEX,) if kernel.tile is None else (ir.YINDEX, ir.XINDEX)
-        by_value = by_value_buffers(kernel)
+        by_value, by_bits = by_value_buffers(kernel), interpreter_bf16(kernel, target)
         for i, value in enumerate(kernel.values):
             if i in used:
                 if isinstance(value, ir.Load) and value.bounds:
                     out.lines(bounds_check(kernel, f"tmp{i}", value.bounds, value.message, _live(value)))
-                prelude, text = _value(value, table, lanes, i, by_value)
+                prelude, text = _value(value, table, lanes, i, by_value, by_bits)
                 out.lines(prelude)
                 out.line(f"tmp{i} = {text}", comment(value))
         for k, store in enumerate(kernel.stores):
@@ -165,10 +165,25 @@ def _live(load: ir.Load) -> str:
 
 def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
     if dtype is torch.bfloat16 and target == "interpreter":
-        # the interpreter truncates fp32 -> bf16: round to nearest even by hand, then the
-        # truncating cast is exact
-        return f"{BF16_BY_HAND.format(value)}.to(tl.bfloat16)"
+        # the interpreter truncates fp32 -> bf16 and mangles subnormals (interpreter_bf16):
+        # round to nearest even by hand, then store the high 16 bits
+        return f"({BF16_BY_HAND.format(value)}.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)"
     return f"{value}.to({TL_DTYPE[dtype]})"
+
+
+def interpreter_bf16(kernel: ir.Kernel, target: str) -> frozenset[str]:
+    """The bfloat16 inputs the interpreter loads by their bits: its bf16 -> fp32 cast
+    mangles subnormals (1e-39 read as 5.9e-39; a compiled kernel's cast is a shift)."""
+    return frozenset(b.name for b in kernel.inputs if b.dtype is torch.bfloat16) if target == "interpreter" else frozenset()
+
+
+def load_text(value: ir.Load, pointer: str, mask: str, by_bits: frozenset[str]) -> str:
+    """A load, converted to the value's compute dtype (by its bits: interpreter_bf16)."""
+    text = f"tl.load({pointer}, mask={mask}, other=0)"
+    if value.buffer in by_bits:
+        text = f"({text}.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)"
+        return text if value.dtype is torch.float32 else f"{text}.to({TL_DTYPE[value.dtype]})"
+    return f"{text}.to({TL_DTYPE[value.dtype]})"
 
 
 def sticky_nan(value: str, combine: str) -> str:
@@ -191,7 +206,7 @@ def lane_index(index: sympy.Expr, lanes: tuple[sympy.Symbol, ...]) -> str:
 
 
 def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i: int,
-           by_value: frozenset[str]) -> tuple[list[str], str]:
+           by_value: frozenset[str], by_bits: frozenset[str]) -> tuple[list[str], str]:
     block = "[XBLOCK]" if len(lanes) == 1 else "[YBLOCK, XBLOCK]"
     if isinstance(value, ir.Load) and value.buffer in by_value:
         text = argument_block(value, block)  # 0 where a masked load reads nothing, as its `other`
@@ -199,7 +214,7 @@ def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i
     if isinstance(value, ir.Load):
         index = lane_index(value.index, lanes)
         mask = _live(value) + (f" & tmp{i}_ok" if value.bounds else "")
-        return [], f"tl.load({value.buffer} + ({index}), mask={mask}, other=0).to({TL_DTYPE[value.dtype]})"
+        return [], load_text(value, f"{value.buffer} + ({index})", mask, by_bits)
     return scalar_or_compute(value, f"tmp{i}", [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
 
 
@@ -242,7 +257,10 @@ def scalar_or_compute(value: ir.Value, name: str, args: list[str], table: MathTa
 def literal(value: float | int | bool, dtype: torch.dtype) -> str:
     """A constant's source. A float is its float32 value (1e39 is inf, as C converts it;
     Triton types a Python float beyond float32's range, or below its smallest normal, as
-    float64: the kernel would compute in double), a float32 subnormal a float32 tensor."""
+    float64: the kernel would compute in double), a float32 subnormal a float32 tensor. An
+    int64 constant within int32's range is an int64 tensor: compiled Triton makes the
+    assigned literal an int32 tensor, so `100 >> 63` between two constants shifted in int32
+    (undefined: 100 on an H200) where the interpreter's Python ints hid it."""
     if dtype is torch.bool:
         return "True" if value else "False"
     if dtype.is_floating_point:
@@ -250,6 +268,8 @@ def literal(value: float | int | bool, dtype: torch.dtype) -> str:
         if not math.isfinite(value):
             return f"float('{value}')"
         return repr(value) if value == 0 or abs(value) >= 2.0 ** -126 else f"tl.full([], {value!r}, tl.float32)"
+    if dtype is torch.int64 and -2 ** 31 <= int(value) < 2 ** 31:
+        return f"tl.full([], {int(value)}, tl.int64)"
     return repr(int(value))
 
 
