@@ -319,7 +319,8 @@ def test_uint8_linear_interpolation_is_eagers_kernel(device: str, mode: str) -> 
     """Eager's cpu kernel interpolates a uint8 image in fixed point; torch._decomp's
     decomposition computes in float and rounds: 16% of a bilinear sample's values came
     out one apart (before 2026-11-26). A uint8 input keeps the op: eager's result, and the
-    reason says why. On cuda eager has no uint8 kernel: the kept op raises eager's error."""
+    reason says why. On cuda eager has no uint8 kernel: the kept op raises eager's error, and
+    explain raises it too, the report in its note."""
     fn = lambda x: F.interpolate(x, size=(9, 11), mode=mode)  # noqa: E731
     x = torch.randint(0, 256, (1, 3, 5, 6), dtype=torch.uint8, device=device)
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
@@ -328,10 +329,14 @@ def test_uint8_linear_interpolation_is_eagers_kernel(device: str, mode: str) -> 
     except NotImplementedError as e:
         with pytest.raises(NotImplementedError, match=re.escape(str(e))):
             compiled(x)
+        with pytest.raises(NotImplementedError, match=re.escape(str(e))) as raised:
+            xpu_lite.explain(fn, x)
+        report = "\n".join(raised.value.__notes__)
+        assert "xpu_lite.explain: the call raised" in report and "a uint8 input keeps the op" in report, report
     else:
         assert_bitwise(compiled(x), expected)
-    reasons = [row[4] for row in xpu_lite.explain(fn, x).rows() if row[3] == "fallback"]
-    assert any("a uint8 input keeps the op" in why for why in reasons), reasons
+        reasons = [row[4] for row in xpu_lite.explain(fn, x).rows() if row[3] == "fallback"]
+        assert any("a uint8 input keeps the op" in why for why in reasons), reasons
 
 
 def test_upsample_overloads_called_directly_with_keyword_scales(device: str) -> None:

@@ -42,7 +42,8 @@ def explain(
     every aten node of every graph: kernel / fallback / size / assert, and why.
 
     A torch.compile'd fn is unwrapped and compiled afresh with the settings given here.
-    A backward graph is included if fn itself runs backward.
+    A backward graph is included if fn itself runs backward. If the call raises (an eager
+    op's own error, say), the error propagates with the report of what compiled as a note.
     """
     config = parse_config(mode, options)
     original = compat.orig_callable(fn)
@@ -52,5 +53,10 @@ def explain(
 
     compiled = torch.compile(original, backend=backend, dynamic=dynamic)
     with capture() as reports:
-        compiled(*args, **kwargs)
+        try:
+            compiled(*args, **kwargs)
+        except Exception as error:
+            if reports:
+                error.add_note(f"xpu_lite.explain: the call raised; its graphs:\n{ExplainReport(tuple(reports))}")
+            raise
     return ExplainReport(tuple(reports))
