@@ -252,7 +252,11 @@ def test_dynamo_decompositions_are_undone_in_lite_mode(tmp_path) -> None:
     assert len(log.read_text().splitlines()) == 3
 
 
-def test_dynamo_decompositions_stay_in_regions_and_default_mode() -> None:
+def test_dynamo_decompositions_are_undone_in_regions_and_default_mode_too() -> None:
+    """Inside regions and in the default mode the calls go back too (since 2026-11-27; the
+    chain stayed, `prims.fma` an eager call between kernels): lowered whole with eager's
+    order and fma (lowering/fma.py), one kernel, bitwise eager's (64 elements: eager's
+    vectorized body, which fuses)."""
     graphs = []
 
     def capture_graph(gm, example_inputs):
@@ -264,9 +268,15 @@ def test_dynamo_decompositions_stay_in_regions_and_default_mode() -> None:
             return _optimizer_like(*args)
 
     torch.compile(in_region, backend=capture_graph)(*_optimizer_args())
-    assert recompose(graphs[0]) == []
-    report = xpu_lite.explain(_optimizer_like, *_optimizer_args())  # default mode: Dynamo's graph as is
-    assert "prims.fma.default" in {d.op for g in report.graphs for d in g.decisions}
+    assert len(recompose(graphs[0])) == 3
+    report = xpu_lite.explain(_optimizer_like, *_optimizer_args())  # default mode
+    decisions = {d.op: d.kind.value for g in report.graphs for d in g.decisions}
+    assert "prims.fma.default" not in decisions, decisions
+    assert decisions["aten.addcdiv.default"] == decisions["aten.addcmul.default"] == "kernel", decisions
+    eager_args, compiled_args = _optimizer_args(), _optimizer_args()
+    expected = _optimizer_like(*eager_args)
+    assert_bitwise(list(torch.compile(_optimizer_like, backend="xpu_lite", dynamic=True)(*compiled_args)), list(expected))
+    assert_bitwise(compiled_args, eager_args)
 
 
 def _mutate_broadcast(x, y):

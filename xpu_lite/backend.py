@@ -45,7 +45,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     graph = f"graph_{next(_graph_ids)}"
     plan = build_plan(config)
     write_stage(config.debug_dir, graph, "dynamo_graph.py", gm.print_readable(print_output=False))
-    if config.lite and (rewrites := recompose(gm)):
+    if rewrites := recompose(gm):
         log.debug("xpu_lite %s: undid Dynamo's decompositions: %s", graph, rewrites)
         write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())

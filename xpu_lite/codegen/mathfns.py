@@ -403,7 +403,7 @@ MATH: MathTable = {
     "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "{0} == 0",
     "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "bitwise_xor": "{0} ^ {1}", "bitwise_not": "~{0}",
     "lshift": "{0} << {1}", "rshift": "{0} >> {1}",  # amounts in [0, bits) only (lowering/shifts.py)
-    "where": "tl.where({0}, {1}, {2})",
+    "where": "tl.where({0}, {1}, {2})", "fma": "tl.fma({0}, {1}, {2})",  # rounds once (the interpreter's too)
     "leaky_relu": "tl.where({0} > 0.0, {0}, {0} * {1})",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
     "gelu_tanh": Steps(_tanh_steps(_GELU_INNER), "0.5 * {0} * (1.0 + {t}tanh)"),

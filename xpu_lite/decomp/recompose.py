@@ -1,4 +1,4 @@
-"""Undo the decompositions Dynamo itself makes while tracing, in lite mode.
+"""Undo the decompositions Dynamo itself makes while tracing.
 
 Before any backend sees the graph, Dynamo rewrites a few calls into other ops (to avoid a
 graph break when a scalar argument is a tensor):
@@ -7,8 +7,10 @@ graph break when a scalar argument is a tensor):
 - `y.addcmul_(a, b, value=v)`        ->  `y.copy_(prims.fma(torch.mul(a, b), v, y))`
 - `y.addcdiv_(a, b, value=v)`        ->  `y.copy_(prims.fma(torch.div(a, b), v, y))`
 
-Each rounds differently from the eager kernel, so outside compile regions lite mode puts
-the original call back. The addcdiv chain is only recognised when its three nodes carry the
+Each rounds differently from the eager kernel, so the original call goes back: outside
+compile regions lite mode runs it eagerly, inside them (and in the default mode) it is
+lowered whole with eager's order and fused multiply-add (lowering/fma.py; before
+2026-11-27 the chain stayed there, and `prims.fma` was an eager call between kernels). The addcdiv chain is only recognised when its three nodes carry the
 same (non-empty) stack trace, i.e. came from one source call: a user's own
 `x + (a / b) * v` is left alone. `y.add_(o, alpha=<tensor>)` (fma without a product) has
 no eager op with a tensor alpha to go back to and stays as Dynamo wrote it.
@@ -20,7 +22,6 @@ from typing import Any
 import torch
 import torch.fx
 
-from .regions import in_region_meta
 
 _FMA = torch.ops.prims.fma.default
 _INPLACE = {torch.mul: "addcmul_", torch.div: "addcdiv_"}
@@ -50,10 +51,6 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _outside_regions(*nodes: torch.fx.Node) -> bool:
-    return not any(in_region_meta(n.meta) for n in nodes)
-
-
 def _addcdiv(graph: torch.fx.Graph, add: torch.fx.Node) -> list[str]:
     if add.kwargs or len(add.args) != 2:
         return []
@@ -65,8 +62,6 @@ def _addcdiv(graph: torch.fx.Graph, add: torch.fx.Node) -> list[str]:
         return []
     trace = add.meta.get("stack_trace")
     if not trace or any(n.meta.get("stack_trace") != trace for n in (mul, div)) or not _scalar(value):
-        return []
-    if not _outside_regions(add, mul, div):
         return []
     a, b = div.args
     with graph.inserting_before(add):
@@ -89,8 +84,6 @@ def _inplace(graph: torch.fx.Graph, fma: torch.fx.Node) -> list[str]:
     if method is None or not _only_user(product, fma) or product.kwargs or len(product.args) != 2 or not _scalar(value):
         return []
     (copy,) = copies
-    if not _outside_regions(fma, product, copy):
-        return []
     with graph.inserting_before(copy):
         new = graph.call_method(method, (y, *product.args), {"value": value})
     new.meta.update(copy.meta)

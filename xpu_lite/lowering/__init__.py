@@ -5,7 +5,7 @@ import torch
 
 from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .partition import partition
-from . import adaptive, division, gather, indexing, pointwise, pooling, reduction, scatter, shifts  # noqa: F401  (fill LOWERINGS)
+from . import adaptive, division, fma, gather, indexing, pointwise, pooling, reduction, scatter, shifts  # noqa: F401  (fill LOWERINGS)
 from .registry import LOWERINGS
 
 _aten = torch.ops.aten

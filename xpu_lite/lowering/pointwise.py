@@ -10,7 +10,8 @@ Python int/float/bool scalars become constants (Dynamo specializes Python floats
 literal costs no extra compile); SymInt scalars are computed in the kernel from its runtime
 size arguments, SymFloat ones (1 / numel in a norm's backward) by the wrapper, passed as a
 float32 argument. Anything else (float64, complex, ints beyond int64) falls back with "no
-lowering". Division with a rounding mode, fmod and remainder: division.py.
+lowering". Division with a rounding mode, fmod and remainder: division.py; add/sub, lerp,
+addcmul, addcdiv and fma: fma.py.
 """
 from __future__ import annotations
 
@@ -332,18 +333,6 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (value,), node, cdt)
 
 
-def _add_sub(op: str) -> Rule:
-    def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
-        cdt = _out_cdt(node)
-        alpha = node.kwargs.get("alpha", 1)
-        other = _arg(b, y, cdt, node)
-        if alpha != 1:
-            other = b.compute("mul", (other, _arg(b, alpha, cdt, node)), node, cdt)
-        return b.compute(op, (_arg(b, x, cdt, node), other), node, cdt)
-
-    return rule
-
-
 _POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
 
 
@@ -436,8 +425,6 @@ for _op in ["abs", "relu", "sign"]:
 for _op in ["isnan", "isinf"]:
     _reg((getattr(aten, _op).default,), checker((torch.bool,), FLOATS), _compare(_op))
 
-_reg((aten.add.Tensor, aten.add.Scalar), checker(WRAPPING, READABLE, {"alpha": None}), _add_sub("add"))
-_reg((aten.sub.Tensor, aten.sub.Scalar), checker(WRAPPING, READABLE, {"alpha": None}), _add_sub("sub"))
 _reg((aten.mul.Tensor, aten.mul.Scalar), checker(READABLE, READABLE), _or_on_bools("mul", "logical_and"))
 _reg((aten.maximum.default,), checker(WRAPPING, READABLE), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(WRAPPING, READABLE), _elementwise("minimum", 2))

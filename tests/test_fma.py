@@ -1,0 +1,91 @@
+"""The ops eager computes with a fused multiply-add (xpu_lite/lowering/fma.py): add/sub with
+alpha, lerp, addcmul, addcdiv, each in its kernel's order on the device, bitwise eager's.
+A plain `a + alpha * b` rounds twice and differed in a fifth to a quarter of float32 values."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import xpu_lite
+
+from .conftest import assert_bitwise
+
+CASES = {
+    "add alpha": lambda x, y, z, w: torch.add(x, y, alpha=0.3),
+    "sub alpha": lambda x, y, z, w: torch.sub(x, y, alpha=0.3),
+    "add a number": lambda x, y, z, w: x + 0.1234567,  # cpu float16/bfloat16: rounded to the dtype first
+    "sub a number, alpha": lambda x, y, z, w: torch.sub(x, 0.1234567, alpha=3.3),
+    "add a 0-dim cpu tensor": lambda x, y, z, w: x + torch.tensor(0.1234567),
+    "addcmul": lambda x, y, z, w: torch.addcmul(x, y, z, value=0.3),
+    "addcmul value 1": lambda x, y, z, w: torch.addcmul(x, y, z),
+    "addcdiv": lambda x, y, z, w: torch.addcdiv(x, y, z, value=0.3),
+    "addcdiv value 1": lambda x, y, z, w: torch.addcdiv(x, y, z),
+    "lerp": lambda x, y, z, w: torch.lerp(x, y, 0.3),
+    "lerp past half": lambda x, y, z, w: torch.lerp(x, y, 0.7),
+    "lerp by a tensor": lambda x, y, z, w: torch.lerp(x, y, w),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_fused_multiply_adds_are_eagers(device: str, dtype: torch.dtype) -> None:
+    """Each op in one kernel, bitwise eager's on the device. Eager's cpu kernels fuse in
+    their vectorized body only: the scalar loop over the last n % (2 * vector width)
+    elements (32 float32 on AVX512) of each chunk rounds twice, as before. The sizes here
+    are multiples of 64 within one chunk (32768 elements), so every element is the body's."""
+    if device == "cpu" and torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("eager's cpu kernels without AVX2/AVX512 (ATEN_CPU_CAPABILITY=default) never fuse")
+
+    def fn(x, y, z, w):
+        return tuple(case(x, y, z, w) for case in CASES.values())
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (256, 1024):
+        x, y, z = (torch.randn(n, device=device).to(dtype) for _ in range(3))
+        w = torch.rand(n, device=device).to(dtype) * 2 - 0.5  # both lerp branches
+        result, expected = compiled(x, y, z, w), fn(x, y, z, w)
+        for name, actual, want in zip(CASES, result, expected):
+            try:
+                assert_bitwise(actual, want)
+            except AssertionError as error:
+                raise AssertionError(f"{name}, {n} elements: {error}") from None
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+
+
+def test_integer_addcmul_and_alpha_wrap(device: str) -> None:
+    """Integers need no fma: exact arithmetic, wrapping as eager's does."""
+    def fn(x, y, z):
+        return torch.addcmul(x, y, z, value=3), torch.add(x, y, alpha=-7), torch.sub(x, y, alpha=2**20)
+
+    x, y, z = (torch.randint(-2**31, 2**31 - 1, (257,), dtype=torch.int32, device=device) for _ in range(3))
+    assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x, y, z), fn(x, y, z))
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
+def _adam_like(p, exp_avg, exp_avg_sq, grad):
+    """The element-wise core of Adam's step, in place, as torch.optim writes it; without
+    the sqrt of the denominator: eager's cpu sqrt is not correctly rounded (160 of 1024
+    values 1 ulp from float64's), the kernel's is."""
+    exp_avg.lerp_(grad, 0.1)
+    exp_avg_sq.mul_(0.999).addcmul_(grad, grad, value=0.001)
+    p.addcdiv_(exp_avg, exp_avg_sq.add(1e-8), value=-0.01)
+    p.add_(p, alpha=-0.0001)
+
+
+def test_an_in_place_optimizer_step_is_one_kernel(device: str) -> None:
+    """Dynamo writes `addcmul_`/`addcdiv_` as `prims.fma` (an eager call between kernels
+    before 2026-11-27); the calls are put back and lowered whole: one kernel, the
+    parameters and moments bitwise eager's."""
+    if device == "cpu" and torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("eager's cpu kernels without AVX2/AVX512 (ATEN_CPU_CAPABILITY=default) never fuse")
+    torch.manual_seed(0)
+    eager = [torch.randn(1024, device=device) for _ in range(4)]  # a multiple of 64: the vectorized body's
+    eager[2] = eager[2].abs()
+    compiled_args = [t.clone() for t in eager]
+    compiled = torch.compile(_adam_like, backend="xpu_lite", dynamic=True)
+    for _ in range(3):
+        _adam_like(*eager)
+        compiled(*compiled_args)
+    assert_bitwise(compiled_args, eager)
+    assert xpu_lite.counters.kernels_compiled == 1
+    rows = xpu_lite.explain(_adam_like, *[t.clone() for t in eager]).rows()
+    assert {row[2] for row in rows if row[3] == "fallback"} == {"aten.copy_.default"}, rows  # stored in place by the kernel
