@@ -14,7 +14,7 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker
+from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker, cpu_scalar
 
 aten = torch.ops.aten
 
@@ -99,11 +99,7 @@ def _reciprocal(b: Any, node: torch.fx.Node, d: int, cdt: torch.dtype) -> int | 
     reciprocal in float32 ("may lose one bit"), in every rounding mode. That differs from the
     division in the last bit for a third of float32 values (x / 3.0), and x / 1e-40 is
     x * inf. cpu divides. None where the kernel divides."""
-    divisor = node.args[1]
-    val = divisor.meta.get("val") if isinstance(divisor, torch.fx.Node) else divisor
-    cpu_scalar = isinstance(val, (int, float, torch.SymInt, torch.SymFloat)) or (
-        isinstance(val, torch.Tensor) and val.dim() == 0 and val.device.type == "cpu")
-    if node.meta["val"].device.type == "cpu" or not cdt.is_floating_point or not cpu_scalar:
+    if node.meta["val"].device.type == "cpu" or not cdt.is_floating_point or not cpu_scalar(node.args[1]):
         return None
     return b.compute("reciprocal", (d,), node, cdt)
 

@@ -24,7 +24,7 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import FLOATS, READABLE, WRAPPING, _arg, _in_dtype, _out_cdt, _reg, checker
+from .pointwise import FLOATS, READABLE, WRAPPING, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -36,22 +36,24 @@ def _on_cpu(node: torch.fx.Node) -> bool:
 
 def _add_sub(op: str) -> Any:
     """a + alpha * b. Floats: one fma (alpha 1: one add). On cpu eager's float16/bfloat16
-    kernel converts its operands and alpha to the dtype first (`x_f16 + 0.1234567` adds
-    float16's 0.1234, a 0-dim float32 tensor too); its cuda/xpu kernels read a Python number
-    and alpha as float32."""
+    kernel converts a cpu scalar operand (`x_f16 + 0.1234567` adds float16's 0.1235, a
+    0-dim float32 tensor too) and alpha to the dtype first; its cuda/xpu kernels read them
+    as float32. A tensor operand fused in the kernel stays unrounded, as elsewhere."""
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
         cdt, dtype = _out_cdt(node), node.meta["val"].dtype
         alpha = node.kwargs.get("alpha", 1)
         rounds = _on_cpu(node) and dtype in ir.HELD_AS
 
-        def operand(value: Any) -> int:
-            return _in_dtype(b, value, dtype, node) if rounds else _arg(b, value, cdt, node)
+        def operand(value: Any, arg: Any) -> int:
+            return _in_dtype(b, value, dtype, node) if rounds and cpu_scalar(arg) else _arg(b, value, cdt, node)
 
+        a, other = operand(x, node.args[0]), operand(y, node.args[1])
         if alpha == 1:
-            return b.compute(op, (operand(x), operand(y)), node, cdt)
+            return b.compute(op, (a, other), node, cdt)
         if not cdt.is_floating_point:
-            return b.compute(op, (operand(x), b.compute("mul", (operand(y), operand(alpha)), node, cdt)), node, cdt)
-        return b.compute("fma", (operand(y), operand(alpha if op == "add" else -alpha), operand(x)), node, cdt)
+            return b.compute(op, (a, b.compute("mul", (other, _arg(b, alpha, cdt, node)), node, cdt)), node, cdt)
+        scale = alpha if op == "add" else -alpha
+        return b.compute("fma", (other, operand(scale, scale), a), node, cdt)
 
     return rule
 

@@ -173,6 +173,15 @@ def scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
     return None
 
 
+def cpu_scalar(arg: Any) -> bool:
+    """Whether eager's TensorIterator sees operand `arg` as a cpu scalar: a Python number,
+    a SymInt/SymFloat, a 0-dim cpu tensor (division.py, fma.py: kernels that treat one
+    apart)."""
+    val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+    return isinstance(val, (int, float, torch.SymInt, torch.SymFloat)) or (
+        isinstance(val, torch.Tensor) and val.dim() == 0 and val.device.type == "cpu")
+
+
 def _out_cdt(node: torch.fx.Node) -> torch.dtype:
     return ir.compute_dtype(node.meta["val"].dtype)
 
