@@ -22,6 +22,7 @@ CASES = {
     "addcdiv value 1": lambda x, y, z, w: torch.addcdiv(x, y, z),
     "lerp": lambda x, y, z, w: torch.lerp(x, y, 0.3),
     "lerp past half": lambda x, y, z, w: torch.lerp(x, y, 0.7),
+    "lerp at float32's half": lambda x, y, z, w: torch.lerp(x, y, 0.49999999),  # 0.5 in float32: the second branch
     "lerp by a tensor": lambda x, y, z, w: torch.lerp(x, y, w),
 }
 
@@ -39,6 +40,7 @@ def test_fused_multiply_adds_are_eagers(device: str, dtype: torch.dtype) -> None
         return tuple(case(x, y, z, w) for case in CASES.values())
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    torch.manual_seed(0)
     for n in (256, 1024):
         x, y, z = (torch.randn(n, device=device).to(dtype) for _ in range(3))
         w = torch.rand(n, device=device).to(dtype) * 2 - 0.5  # both lerp branches
@@ -56,6 +58,7 @@ def test_integer_addcmul_and_alpha_wrap(device: str) -> None:
     def fn(x, y, z):
         return torch.addcmul(x, y, z, value=3), torch.add(x, y, alpha=-7), torch.sub(x, y, alpha=2**20)
 
+    torch.manual_seed(0)
     x, y, z = (torch.randint(-2**31, 2**31 - 1, (257,), dtype=torch.int32, device=device) for _ in range(3))
     assert_bitwise(torch.compile(fn, backend="xpu_lite", dynamic=True)(x, y, z), fn(x, y, z))
     assert xpu_lite.counters.fallback_nodes == 0

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 import torch.fx
 
 from . import ir
-from .pointwise import FLOATS, READABLE, WRAPPING, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar
+from .pointwise import FLOATS, READABLE, WRAPPING, Ref, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -59,13 +60,22 @@ def _add_sub(op: str) -> Any:
 
 
 def _lerp(b: Any, node: torch.fx.Node, start: Any, end: Any, weight: Any) -> int:
+    """The branch a Python number weight takes is chosen here, by its float32 value (eager's
+    `weight.to<opmath_t>()`: 0.49999999 is 0.5, past half)."""
     cdt = _out_cdt(node)
     s, e, w = (_arg(b, v, cdt, node) for v in (start, end, weight))
     diff = b.compute("sub", (e, s), node, cdt)
+
+    def near_start() -> int:
+        return b.compute("fma", (w, diff, s), node, cdt)
+
+    def near_end() -> int:
+        return b.compute("fma", (b.compute("sub", (w, b.constant(1.0, cdt)), node, cdt), diff, e), node, cdt)
+
+    if not isinstance(weight, Ref):  # a Python number
+        return near_start() if abs(np.float32(weight)) < 0.5 else near_end()
     small = b.compute("lt", (b.compute("abs", (w,), node, cdt), b.constant(0.5, cdt)), node, torch.bool)
-    near_start = b.compute("fma", (w, diff, s), node, cdt)
-    near_end = b.compute("fma", (b.compute("sub", (w, b.constant(1.0, cdt)), node, cdt), diff, e), node, cdt)
-    return b.compute("where", (small, near_start, near_end), node, cdt)
+    return b.compute("where", (small, near_start(), near_end()), node, cdt)
 
 
 def _addc(op: str) -> Any:
