@@ -48,7 +48,7 @@ _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
     aten.select_scatter.default: "lowered whole (lowering/indexing.py); its decomposition reads an arange, a fallback",
     aten.silu.default: "lowered whole as x / (1 + exp(-x)), eager's formula, rounded once; its decomposition "
                        "x * sigmoid(x) rounds twice",
-    **dict.fromkeys((aten.lerp.Scalar, aten.lerp.Tensor, aten.addcmul.default, aten.addcdiv.default),
+    **dict.fromkeys((aten.lerp.Scalar, aten.lerp.Tensor, aten.addcmul.default, aten.addcdiv.default, aten.tanh_backward.default),
                     "lowered whole with eager's fused multiply-add on each device (lowering/fma.py); its decomposition "
                     "rounds the product and the sum apart"),
 }
