@@ -10,10 +10,11 @@ graph break when a scalar argument is a tensor):
 Each rounds differently from the eager kernel, so the original call goes back: outside
 compile regions lite mode runs it eagerly, inside them (and in the default mode) it is
 lowered whole with eager's order and fused multiply-add (lowering/fma.py; before
-2026-11-27 the chain stayed there, and `prims.fma` was an eager call between kernels). The addcdiv chain is only recognised when its three nodes carry the
-same (non-empty) stack trace, i.e. came from one source call: a user's own
-`x + (a / b) * v` is left alone. `y.add_(o, alpha=<tensor>)` (fma without a product) has
-no eager op with a tensor alpha to go back to and stays as Dynamo wrote it.
+2026-11-27 the chain stayed there, and `prims.fma` was an eager call between kernels).
+The addcdiv chain is only recognised when its three nodes carry the same (non-empty)
+stack trace, i.e. came from one source call: a user's own `x + (a / b) * v` is left
+alone. `y.add_(o, alpha=<tensor>)` (fma without a product) has no eager op with a tensor
+alpha to go back to and stays as Dynamo wrote it (a kernel's fma in regions).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker, cpu_scalar
+from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker, cpu_scalar, on_cpu
 
 aten = torch.ops.aten
 
@@ -99,7 +99,7 @@ def _reciprocal(b: Any, node: torch.fx.Node, d: int, cdt: torch.dtype) -> int | 
     reciprocal in float32 ("may lose one bit"), in every rounding mode. That differs from the
     division in the last bit for a third of float32 values (x / 3.0), and x / 1e-40 is
     x * inf. cpu divides. None where the kernel divides."""
-    if node.meta["val"].device.type == "cpu" or not cdt.is_floating_point or not cpu_scalar(node.args[1]):
+    if on_cpu(node) or not cdt.is_floating_point or not cpu_scalar(node.args[1]):
         return None
     return b.compute("reciprocal", (d,), node, cdt)
 

@@ -1,13 +1,13 @@
 """The ops eager computes with a fused multiply-add, each in its own kernel's order and
-rounding, per device: add/sub with `alpha`, lerp, addcmul, addcdiv and prims.fma (what
-Dynamo writes for an in-place `addcmul_` it cannot recompose). Float results only use
-the fma; integers wrap as before.
+rounding, per device: add/sub with `alpha`, lerp, addcmul, addcdiv, tanh_backward, and
+prims.fma (what Dynamo writes for `y.add_(o, alpha=<tensor>)`, which decomp/recompose.py
+cannot put back). Float results only use the fma; integers wrap as before.
 
 Eager's kernels, measured on cpu (AVX512, torch 2.13) and read in its cuda/xpu sources:
 
 | op | cpu | cuda, xpu |
 |---|---|---|
-| add(a, b, alpha) | fma(b, alpha, a); float16/bfloat16: alpha and a Python number b rounded to the dtype | fma(alpha, b, a) (nvcc contracts `a + alpha * b`) |
+| add(a, b, alpha) | fma(b, alpha, a); float16/bfloat16: alpha and a cpu scalar b rounded to the dtype | fma(alpha, b, a) (nvcc contracts) |
 | lerp(s, e, w) | fma(w, e - s, s) where abs(w) < 0.5, else fma(w - 1, e - s, e) | the same (Lerp.h, contracted) |
 | addcmul(s, t1, t2, v) | fma(v * t1, t2, s) | fma(t1, t2, s) for v = 1, else fma(v, t1 * t2, s) |
 | addcdiv(s, t1, t2, v) | s + v * t1 / t2 | s + t1 / t2 for v = 1, else fma(v, t1 / t2, s) |
@@ -26,14 +26,10 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import FLOATS, READABLE, WRAPPING, Ref, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar
+from .pointwise import FLOATS, READABLE, WRAPPING, Ref, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar, on_cpu
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-def _on_cpu(node: torch.fx.Node) -> bool:
-    return node.meta["val"].device.type == "cpu"
 
 
 def _add_sub(op: str) -> Any:
@@ -44,7 +40,7 @@ def _add_sub(op: str) -> Any:
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
         cdt, dtype = _out_cdt(node), node.meta["val"].dtype
         alpha = node.kwargs.get("alpha", 1)
-        rounds = _on_cpu(node) and dtype in ir.HELD_AS
+        rounds = on_cpu(node) and dtype in ir.HELD_AS
 
         def operand(value: Any, arg: Any) -> int:
             return _in_dtype(b, value, dtype, node) if rounds and cpu_scalar(arg) else _arg(b, value, cdt, node)
@@ -92,7 +88,7 @@ def _addc(op: str) -> Any:
 
         if not cdt.is_floating_point:  # integers (addcmul): exact in int32/int64, wrapped to small ints on store
             return compute("add", s, compute("mul", compute("mul", v, a), c))
-        if _on_cpu(node):
+        if on_cpu(node):
             return compute("fma", compute("mul", v, a), c, s) if op == "mul" else compute("add", s, compute(op, compute("mul", v, a), c))
         if value == 1:
             return compute("fma", a, c, s) if op == "mul" else compute("add", s, compute(op, a, c))

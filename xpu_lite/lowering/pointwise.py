@@ -173,6 +173,11 @@ def scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
     return None
 
 
+def on_cpu(node: torch.fx.Node) -> bool:
+    """Whether eager runs the node on cpu (its kernels there round or fuse their own way)."""
+    return node.meta["val"].device.type == "cpu"
+
+
 def cpu_scalar(arg: Any) -> bool:
     """Whether eager's TensorIterator sees operand `arg` as a cpu scalar: a Python number,
     a SymInt/SymFloat, a 0-dim cpu tensor (division.py, fma.py: kernels that treat one
