@@ -1002,6 +1002,24 @@ def test_every_bfloat16_value_loads_and_stores_exactly(device: str) -> None:
     assert xpu_lite.counters.fallback_nodes == 0
 
 
+def test_a_float32_nan_stays_nan_as_bfloat16(device: str) -> None:
+    """A float32 NaN whose payload is only in its low 16 bits, converted to bfloat16 in a
+    kernel (a store, and a rounding inside a fused kernel), is NaN, as in eager. Rounding the
+    bits by hand, as the interpreter's kernels do, carried 0x7F800001 into inf and 0x7FFFFFFF
+    past the sign bit into -0.0 (before 2026-11-27); it now sets the quiet bit instead. The
+    NaN's bits are the device's: eager's cpu kernels give 0xFFFF or 0x7FC0 by path."""
+    bits = torch.tensor([0x7F800001, -0x007FFFFF, 0x7F80FFFF, 0x7FFFFFFF, 0x7FC00000, 0x3F800000, -0x40800000], dtype=torch.int32)
+    x = bits.view(torch.float32).to(device)
+
+    def fn(x):
+        return x.to(torch.bfloat16), (x.to(torch.bfloat16) + 1).float(), (x.to(torch.bfloat16) * 2).amax()
+
+    got, expected = torch.compile(fn, backend="xpu_lite", dynamic=True)(x), fn(x)
+    for g, e in zip(got, expected):
+        assert torch.equal(g.isnan(), e.isnan()) and torch.equal(g.nan_to_num(0.0), e.nan_to_num(0.0)), (g, e)
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
 _BEYOND = {  # a float beyond the dtype's largest finite value: eager raises, each op by its own conversion
     "clamp": lambda x, big: x.clamp(max=big), "full_like": lambda x, big: torch.full_like(x, -big),
     "masked_fill": lambda x, big: x.masked_fill(x > 0, -big), "pad": lambda x, big: F.pad(x, (1, 1), value=big),

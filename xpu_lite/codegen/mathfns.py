@@ -355,9 +355,12 @@ INTERPRETER_FUNCTIONS: MathTable = {
 
 
 # fp32 {0} rounded to the nearest bfloat16, to nearest even, still fp32 (its low 16 bits 0,
-# so a truncating cast to bfloat16 is then exact)
-BF16_BY_HAND = ("(({0}.to(tl.uint32, bitcast=True) + 0x7FFF + (({0}.to(tl.uint32, bitcast=True) >> 16) & 1)) "
-                "& 0xFFFF0000).to(tl.float32, bitcast=True)")
+# so a truncating cast to bfloat16 is then exact). A NaN gets its quiet bit instead, as a
+# hardware conversion sets it: rounding its bits would carry a payload held in the low 16
+# bits into inf (0x7F800001) or past the sign bit into -0.0 (0x7FFFFFFF)
+BF16_BY_HAND = ("tl.where({0} != {0}, ({0}.to(tl.uint32, bitcast=True) | 0x00400000).to(tl.float32, bitcast=True), "
+                "(({0}.to(tl.uint32, bitcast=True) + 0x7FFF + (({0}.to(tl.uint32, bitcast=True) >> 16) & 1)) "
+                "& 0xFFFF0000).to(tl.float32, bitcast=True))")
 
 
 # Kahan's tricks: expm1 and log1p accurate near 0 without libdevice
