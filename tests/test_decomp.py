@@ -91,10 +91,12 @@ def test_region_covers_backward_nodes() -> None:
     report = xpu_lite.explain(step, x, mode="lite")
     backward = next(g for g in report.graphs if g.kind == "backward")
     emitted = [d for d in backward.decisions if d.node in backward.emitted]
-    # sigmoid_backward is decomposed while the backward is traced (the forward node's
-    # annotation, found by seq_nr), so it fuses with the region's mul into one kernel
-    from_sigmoid = [d for d in emitted if "from aten.sigmoid_backward" in d.note]
+    # sigmoid_backward is in the region while the backward is traced (the forward node's
+    # annotation, found by seq_nr), so it is lowered (whole, in eager's order: fma.py) and
+    # fuses with the region's mul into one kernel
+    from_sigmoid = [d for d in emitted if d.op == "aten.sigmoid_backward.default"]
     assert from_sigmoid and all(d.kind is DecisionKind.KERNEL for d in from_sigmoid), emitted
+    assert len({d.kernel for d in emitted if d.kind is DecisionKind.KERNEL}) == 1, emitted
     assert not any(d.reason and d.reason.kind is FallbackKind.NO_LOWERING for d in emitted), emitted
     outside = [d for d in emitted if d.kind is DecisionKind.FALLBACK]
     assert outside and all(d.reason.kind is FallbackKind.OUTSIDE_REGION for d in outside)  # x.sum()'s backward

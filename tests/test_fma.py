@@ -1,5 +1,6 @@
 """The ops eager computes with a fused multiply-add (xpu_lite/lowering/fma.py): add/sub with
-alpha, lerp, addcmul, addcdiv, each in its kernel's order on the device, bitwise eager's.
+alpha, lerp, addcmul, addcdiv, tanh_backward (and sigmoid_backward, in its order), each in
+its kernel's order on the device, bitwise eager's.
 A plain `a + alpha * b` rounds twice and differed in a fifth to a quarter of float32 values."""
 from __future__ import annotations
 
@@ -95,20 +96,30 @@ def test_an_in_place_optimizer_step_is_one_kernel(device: str) -> None:
     assert {row[2] for row in rows if row[3] == "fallback"} == {"aten.copy_.default"}, rows  # stored in place by the kernel
 
 
+_BACKWARDS = {  # op -> its forward, which saves y
+    "tanh_backward": (torch.ops.aten.tanh_backward.default, torch.tanh),
+    "sigmoid_backward": (torch.ops.aten.sigmoid_backward.default, torch.sigmoid),
+}
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
-def test_tanh_backward_is_eagers(device: str, dtype: torch.dtype) -> None:
-    """tanh's gradient, `grad * (1 - y * y)`, as eager's kernels contract it: one kernel,
-    bitwise eager's (719 of 1024 float32 values differed before 2026-11-27). The op is
-    called directly: a compiled tanh itself may differ from eager's in the last bit."""
+@pytest.mark.parametrize("name", list(_BACKWARDS))
+def test_tanh_and_sigmoid_backward_are_eagers(device: str, dtype: torch.dtype, name: str) -> None:
+    """The gradients of tanh, `grad * (1 - y * y)` as eager's kernels contract it (719 of
+    1024 float32 values differed before 2026-11-27), and of sigmoid, `grad * (1 - y) * y`
+    in that order (1317 of 4096 float32 values differed before 2026-11-27, the
+    decomposition multiplying `y * (1 - y)` first; float16 on cpu rounds each step): one
+    kernel, bitwise eager's. The op is called directly: a compiled tanh or sigmoid itself
+    may differ from eager's in the last bit."""
     if device == "cpu" and torch.backends.cpu.get_cpu_capability() == "DEFAULT":
         pytest.skip("eager's cpu kernels without AVX2/AVX512 (ATEN_CPU_CAPABILITY=default) never fuse")
-    fn = torch.ops.aten.tanh_backward.default
+    fn, forward = _BACKWARDS[name]
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     torch.manual_seed(0)
     for n in (256, 1024):
-        grad, y = torch.randn(n, device=device).to(dtype), torch.randn(n, device=device).tanh().to(dtype)
+        grad, y = torch.randn(n, device=device).to(dtype), forward(torch.randn(n, device=device) * 3).to(dtype)
         assert_bitwise(compiled(grad, y), fn(grad, y))
     assert xpu_lite.counters.fallback_nodes == 0
-    with capture() as graphs:  # tanh's backward graph: the op, a kernel
-        torch.compile(torch.tanh, backend="xpu_lite", dynamic=True)(torch.randn(64, device=device, requires_grad=True)).sum().backward()
-    assert {d.kind.value for g in graphs for d in g.decisions if d.op == "aten.tanh_backward.default"} == {"kernel"}
+    with capture() as graphs:  # the forward's backward graph: the op, a kernel
+        torch.compile(forward, backend="xpu_lite", dynamic=True)(torch.randn(64, device=device, requires_grad=True)).sum().backward()
+    assert {d.kind.value for g in graphs for d in g.decisions if d.op == f"aten.{name}.default"} == {"kernel"}

@@ -51,6 +51,8 @@ _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
     **dict.fromkeys((aten.lerp.Scalar, aten.lerp.Tensor, aten.addcmul.default, aten.addcdiv.default, aten.tanh_backward.default),
                     "lowered whole with eager's fused multiply-add on each device (lowering/fma.py); its decomposition "
                     "rounds the product and the sum apart"),
+    aten.sigmoid_backward.default: "lowered whole in eager's order, grad * (1 - y) * y (lowering/fma.py); its "
+                                   "decomposition multiplies y * (1 - y) first",
 }
 
 

@@ -1,5 +1,6 @@
 """The ops eager computes with a fused multiply-add, each in its own kernel's order and
-rounding, per device: add/sub with `alpha`, lerp, addcmul, addcdiv, tanh_backward, and
+rounding, per device: add/sub with `alpha`, lerp, addcmul, addcdiv, tanh_backward (and
+sigmoid_backward, no fma but an order and roundings of its own), and
 prims.fma (what Dynamo writes for `y.add_(o, alpha=<tensor>)`, which decomp/recompose.py
 cannot put back). Float results only use the fma; integers wrap as before.
 
@@ -11,7 +12,8 @@ Eager's kernels, measured on cpu (AVX512, torch 2.13) and read in its cuda/xpu s
 | lerp(s, e, w) | fma(w, e - s, s) where abs(w) < 0.5, else fma(w - 1, e - s, e) | the same (Lerp.h, contracted) |
 | addcmul(s, t1, t2, v) | fma(v * t1, t2, s) | fma(t1, t2, s) for v = 1, else fma(v, t1 * t2, s) |
 | addcdiv(s, t1, t2, v) | s + v * t1 / t2 | s + t1 / t2 for v = 1, else fma(v, t1 / t2, s) |
-| tanh_backward(g, y) | g * fma(-y, y, 1) (gcc contracts the vectorized `g * (1 - y * y)`) | the same (nvcc) |
+| tanh_backward(g, y) | g * fma(-y, y, 1) (gcc contracts the vectorized `g * (1 - y * y)`) | the same (nvcc); float16/bfloat16: g * (1 - y * y), each step rounded |
+| sigmoid_backward(g, y) | g * (1 - y) * y (no fma, but not the decomposition's order); float16: each step rounded | the same; float16/bfloat16: each step rounded |
 
 A plain `a + alpha * b` rounds twice: add(alpha=0.3) differed from eager's cpu kernel in
 773 of 4000 float32 values, lerp in 1078, addcmul in 609, addcdiv (its decomposition
@@ -97,14 +99,44 @@ def _addc(op: str) -> Any:
     return rule
 
 
+def _rounds_each_step(node: torch.fx.Node, cpu_too: bool = False) -> bool:
+    """Whether eager's kernel computes the node in float16/bfloat16 arithmetic, rounding
+    each step to the dtype: its cuda/xpu kernels do, in `scalar_t` (c10::Half's and
+    c10::BFloat16's operators convert to float and back per operation); its cpu ones
+    compute in float and round once, but for `cpu_too` in float16 (sigmoid_backward's
+    Vectorized<Half> arithmetic)."""
+    dtype = node.meta["val"].dtype
+    return dtype in ir.HELD_AS and (not on_cpu(node) or (cpu_too and dtype is torch.float16))
+
+
 def _tanh_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
     """grad * (1 - y * y), whose `1 - y * y` eager's kernels contract (gcc's vectorized cpu
     loop, nvcc): grad * fma(-y, y, 1). Its decomposition rounded y * y apart: 719 of 1024
-    float32 gradients of tanh differed from eager's cpu ones."""
-    cdt = _out_cdt(node)
+    float32 gradients of tanh differed from eager's cpu ones. On cuda/xpu a float16/bfloat16
+    gradient is computed in its dtype, each step rounded (_rounds_each_step)."""
+    cdt, dtype = _out_cdt(node), node.meta["val"].dtype
     g, t = _arg(b, grad, cdt, node), _arg(b, y, cdt, node)
-    one_minus_square = b.compute("fma", (b.compute("fneg", (t,), node, cdt), t, b.constant(1.0, cdt)), node, cdt)
+    one = b.constant(1.0, cdt)
+    if _rounds_each_step(node):
+        square = b.round_to(b.compute("mul", (t, t), node, cdt), dtype, node)
+        return b.compute("mul", (g, b.round_to(b.compute("sub", (one, square), node, cdt), dtype, node)), node, cdt)
+    one_minus_square = b.compute("fma", (b.compute("fneg", (t,), node, cdt), t, one), node, cdt)
     return b.compute("mul", (g, one_minus_square), node, cdt)
+
+
+def _sigmoid_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
+    """grad * (1 - y) * y, in that order on every device (its decomposition's
+    `grad * (y * (1 - y))` differed from eager's in 1317 of 4096 float32 values); each
+    step rounded where eager's kernel computes in float16/bfloat16 (_rounds_each_step:
+    cuda/xpu, and float16 on cpu)."""
+    cdt, dtype = _out_cdt(node), node.meta["val"].dtype
+    g, t = _arg(b, grad, cdt, node), _arg(b, y, cdt, node)
+
+    def step(value: int) -> int:
+        return b.round_to(value, dtype, node) if _rounds_each_step(node, cpu_too=True) else value
+
+    one_minus = step(b.compute("sub", (b.constant(1.0, cdt), t), node, cdt))
+    return b.compute("mul", (step(b.compute("mul", (g, one_minus), node, cdt)), t), node, cdt)
 
 
 def _fma(b: Any, node: torch.fx.Node, *operands: Any) -> int:
@@ -118,4 +150,5 @@ _reg((aten.lerp.Scalar, aten.lerp.Tensor), checker(FLOATS, FLOATS), _lerp)
 _reg((aten.addcmul.default,), checker(WRAPPING, WRAPPING, {"value": None}), _addc("mul"))
 _reg((aten.addcdiv.default,), checker(FLOATS, FLOATS, {"value": None}), _addc("truediv"))
 _reg((aten.tanh_backward.default,), checker(FLOATS, FLOATS), _tanh_backward)
+_reg((aten.sigmoid_backward.default,), checker(FLOATS, FLOATS), _sigmoid_backward)
 _reg((prims.fma.default,), checker(FLOATS, FLOATS), _fma)
