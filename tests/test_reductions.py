@@ -250,6 +250,39 @@ def test_batch_norm_is_kernels_with_running_stats(device: str, norm: str, traini
     assert len(writebacks) == (3 if training and norm == "batch_norm" else 0), writebacks
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
+def test_batch_norm_inference_is_eagers_on_cpu(device: str, dtype: torch.dtype) -> None:
+    """batch_norm in inference as eager's cpu kernel computes it: a float32 scale and shift
+    per channel, `x * scale + shift` as one fma (decomp/normalization.py), bitwise eager's
+    for contiguous and channels-last inputs of 2 to 5 dims, with and without weight and
+    bias (torch._decomp's formula differed in 1886 of 4096 float32 values before
+    2026-11-27). On cuda/xpu, whose eager runs cuDNN/oneDNN, torch._decomp's formula:
+    within 1e-5 of eager's (float32; the dtype's resolution otherwise). No eager call."""
+    if device == "cpu" and torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("eager's cpu kernels without AVX2/AVX512 (ATEN_CPU_CAPABILITY=default) never fuse")
+
+    def fn(x, mean, var, w, b):
+        return F.batch_norm(x, mean, var, w, b, False, 0.1, 1e-5), F.batch_norm(x, mean, var, None, None, False, 0.1, 1e-3)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    torch.manual_seed(0)
+    stats = [torch.randn(8, device=device) for _ in range(3)] + [torch.rand(8, device=device) + 0.5]
+    mean, w, b, var = stats
+    cases = [(16, 8), (4, 8, 33), (2, 8, 5, 7), (2, 8, 2, 3, 4)]
+    for shape in cases:
+        x = torch.randn(shape, device=device).to(dtype)
+        for layout in ([torch.contiguous_format, torch.channels_last] if len(shape) == 4 else [torch.contiguous_format]):
+            x = x.contiguous(memory_format=layout)
+            got, want = compiled(x, mean, var, w, b), fn(x, mean, var, w, b)
+            if device == "cpu":
+                assert_bitwise(got, want)
+            else:
+                tol = 1e-5 if dtype is torch.float32 else 8e-3
+                torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+            assert [t.stride() for t in got] == [t.stride() for t in want]
+    assert xpu_lite.counters.fallback_nodes == 0
+
+
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 @pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
 def test_group_norm_training_is_kernels_with_symbolic_sizes(device: str, affine: bool, layout: torch.memory_format) -> None:

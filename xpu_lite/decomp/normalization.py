@@ -1,6 +1,14 @@
-"""group_norm's backward in regions as eager's kernels compute it: in float32 for float16
+"""Normalizations in regions as eager's kernels compute them. policy.py lists them.
+
+batch_norm's inference on cpu (batch_norm_inference): eager folds the running statistics
+into a scale and a shift per channel in float32, `alpha = w * rsqrt(var + eps)` and
+`beta = b - mean * alpha`, then computes `x * alpha + beta`; gcc contracts both into fmas.
+torch._decomp's `(x - mean) * (1 / sqrt(var + eps)) * w + b` differed from eager's in 1886
+of 4096 float32 values; this is bitwise eager's for contiguous and channels-last inputs.
+
+group_norm's backward: in float32 for float16
 and bfloat16 inputs, rounded once, and with 1 / (HxW * channels per group) a float32 0-dim
-tensor where the sizes are symbolic. policy.py lists it.
+tensor where the sizes are symbolic.
 
 torch._decomp's rounds its per-channel sums to the input's dtype before it sums them again
 (a bfloat16 bias gradient ~3x eager's error against float64, found by tools/vision_models.py's
@@ -58,3 +66,25 @@ def native_group_norm_backward(grad_output: torch.Tensor, input: torch.Tensor, m
     if output_mask[2]:
         d_bias = db.sum(dim=[0]).to(gamma_dtype or dtype)
     return d_input, d_gamma, d_bias
+
+
+def batch_norm_inference(input: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                         running_mean: torch.Tensor, running_var: torch.Tensor, momentum: float, eps: float) -> Any:
+    """`_native_batch_norm_legit_no_training` as eager's cpu kernel computes it (the module
+    doc), for float32 statistics and parameters; torch._decomp's elsewhere: eager's cuda
+    runs cuDNN (or its own kernel) and xpu oneDNN, whose orders are not this. Inputs laid
+    out neither contiguous nor channels-last take another path in eager's cpu kernel
+    (`1 / at::sqrt(var + eps)`, not contracted), 1 ulp from this in about half the values."""
+    params = [t for t in (weight, bias, running_mean, running_var) if t is not None]
+    if (input.device.type != "cpu" or input.dim() < 2 or input.dtype not in (torch.float32, torch.float16, torch.bfloat16)
+            or any(t.dtype != torch.float32 for t in params)):
+        return compat.decomposition_table[aten._native_batch_norm_legit_no_training.default](
+            input, weight, bias, running_mean, running_var, momentum, eps)
+    alpha = torch.rsqrt(running_var + eps)
+    if weight is not None:
+        alpha = alpha * weight.flatten()
+    beta = torch.neg(running_mean * alpha) if bias is None else torch.ops.prims.fma(torch.neg(running_mean), alpha, bias.flatten())
+    per_channel = [-1] + [1] * (input.dim() - 2)
+    output = torch.ops.prims.fma(input.to(torch.float32), alpha.view(per_channel), beta.view(per_channel))
+    empty = input.new_zeros((0,))  # eager's cpu kernel returns empty statistics in inference
+    return output.to(input.dtype), empty, empty.clone()

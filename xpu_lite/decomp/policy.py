@@ -152,7 +152,12 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                            "self + bmm would take self's layout"),
     **{op: (layouts.output_in_suggested_format(compat.decomposition_table[op]),
             f"torch._decomp's {op}, its output in the input's suggested memory format as eager's kernels allocate it")
-       for op in layouts.BATCH_NORMS},
+       for op in layouts.BATCH_NORMS if op is not aten._native_batch_norm_legit_no_training.default},
+    aten._native_batch_norm_legit_no_training.default: (
+        layouts.output_in_suggested_format(normalization.batch_norm_inference),
+        "batch_norm's inference on cpu as eager's kernel: a float32 scale and shift per channel, rsqrt(var + eps) * w "
+        "and fma(-mean, scale, b), then fma(x, scale, shift) (decomp/normalization.py); torch._decomp's elsewhere, its "
+        "output in the input's suggested memory format"),
     **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
             f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
        for op in layouts.ELEMENTWISE_BACKWARDS},
