@@ -123,3 +123,25 @@ def test_tanh_and_sigmoid_backward_are_eagers(device: str, dtype: torch.dtype, n
     with capture() as graphs:  # the forward's backward graph: the op, a kernel
         torch.compile(forward, backend="xpu_lite", dynamic=True)(torch.randn(64, device=device, requires_grad=True)).sum().backward()
     assert {d.kind.value for g in graphs for d in g.decisions if d.op == f"aten.{name}.default"} == {"kernel"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_the_gpu_orders_of_half_gradients_round_each_step(monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype) -> None:
+    """What the kernels compute on cuda/xpu, run here by the interpreter: eager's cuda and
+    xpu kernels of tanh_backward and sigmoid_backward compute a float16/bfloat16 gradient in
+    its dtype (`scalar_t` arithmetic), each step rounded, which is what the same steps as
+    separate eager ops give on cpu. The lowering is made to take the node for a GPU's."""
+    import xpu_lite.lowering.fma as fma
+
+    monkeypatch.setattr(fma, "on_cpu", lambda node: False)
+    torch.manual_seed(0)
+    grad, x = torch.randn(1024).to(dtype), torch.randn(1024) * 3
+    for op, y, steps in (
+        (torch.ops.aten.tanh_backward.default, x.tanh().to(dtype), lambda g, y: g * (1 - y * y)),
+        (torch.ops.aten.sigmoid_backward.default, x.sigmoid().to(dtype), lambda g, y: g * (1 - y) * y),
+    ):
+        assert_bitwise(torch.compile(op, backend="xpu_lite", dynamic=True)(grad, y), steps(grad, y))
+        if not (op is torch.ops.aten.sigmoid_backward.default and dtype is torch.float16):  # cpu rounds that one's steps too
+            assert not torch.equal(op(grad, y), steps(grad, y))  # cpu's eager kernel computes in float: another result
+    assert xpu_lite.counters.fallback_nodes == 0
+
