@@ -145,3 +145,47 @@ def test_the_gpu_orders_of_half_gradients_round_each_step(monkeypatch: pytest.Mo
             assert not torch.equal(op(grad, y), steps(grad, y))  # cpu's eager kernel computes in float: another result
     assert xpu_lite.counters.fallback_nodes == 0
 
+
+def _fma32(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """fma of float32 values: the product is exact in float64 (48 bits), the sum rounded to
+    float64, then to float32. That double rounding differs from one rounding only where the
+    float64 sum lands exactly halfway between two float32 values (about 2**-29 of cases)."""
+    return (a.double() * b.double() + c.double()).float()
+
+
+_GPU_ORDERS = {  # case -> (fn, eager's cuda/xpu kernel's order in float32)
+    "add alpha": (lambda x, y, z: torch.add(x, y, alpha=0.3), lambda x, y, z: _fma32(torch.tensor(0.3), y, x)),
+    "sub alpha": (lambda x, y, z: torch.sub(x, y, alpha=0.3), lambda x, y, z: _fma32(torch.tensor(-0.3), y, x)),
+    "lerp": (lambda x, y, z: torch.lerp(x, y, 0.3), lambda x, y, z: _fma32(torch.tensor(0.3), y - x, x)),
+    "lerp past half": (lambda x, y, z: torch.lerp(x, y, 0.7), lambda x, y, z: _fma32(torch.tensor(0.7) - 1, y - x, y)),
+    "addcmul": (lambda x, y, z: torch.addcmul(x, y, z, value=0.3), lambda x, y, z: _fma32(torch.tensor(0.3), y * z, x)),
+    "addcmul value 1": (lambda x, y, z: torch.addcmul(x, y, z), lambda x, y, z: _fma32(y, z, x)),
+    "addcdiv": (lambda x, y, z: torch.addcdiv(x, y, z, value=0.3), lambda x, y, z: _fma32(torch.tensor(0.3), y / z, x)),
+    "addcdiv value 1": (lambda x, y, z: torch.addcdiv(x, y, z), lambda x, y, z: x + y / z),
+    "tanh_backward": (lambda x, y, z: torch.ops.aten.tanh_backward(x, z),  # z in (-1, 1): a tanh's values
+                      lambda x, y, z: x * _fma32(-z, z, torch.tensor(1.0))),
+    "divide by a Python float": (lambda x, y, z: x / 3.0, lambda x, y, z: x * (torch.tensor(1.0) / 3.0)),
+    "floor-divide by a Python float": (lambda x, y, z: torch.div(x, -0.3, rounding_mode="trunc"),
+                                       lambda x, y, z: torch.trunc(x * (torch.tensor(1.0) / -0.3))),
+}
+
+
+@pytest.mark.parametrize("case", list(_GPU_ORDERS))
+def test_the_gpu_orders_of_float32_ops_run_by_the_interpreter(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """The kernels' cuda/xpu order of each op (fma.py's table; division by a cpu scalar as a
+    multiply by its float32 reciprocal, division.py), run here by the interpreter with the
+    lowerings taking the node for a GPU's, against that order computed by torch on cpu:
+    these paths otherwise run only on a GPU. (A GPU run compares them with eager's own
+    kernels: gpu_session.sh.)"""
+    import xpu_lite.lowering.division as division
+    import xpu_lite.lowering.fma as fma
+
+    monkeypatch.setattr(fma, "on_cpu", lambda node: False)
+    monkeypatch.setattr(division, "on_cpu", lambda node: False)
+    fn, order = _GPU_ORDERS[case]
+    torch.manual_seed(0)
+    x, y, z = torch.randn(1000) * 10, torch.randn(1000) * 10, torch.rand(1000) * 1.8 - 0.9
+    got, want = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, y, z), order(x, y, z)
+    assert_bitwise(got, want)
+    assert xpu_lite.counters.fallback_nodes == 0
+
