@@ -185,6 +185,10 @@ def test_random_ops_fall_back_and_keep_rng_stream() -> None:
     report = xpu_lite.explain(fn, x, mode="lite")
     random = [d for d in report.graphs[0].decisions if d.reason and d.reason.kind is FallbackKind.RANDOM_OP]
     assert random
+    for mode in ("lite", None):  # each reason says its kind once ("random op: random op: ..." before 2026-11-27)
+        rows = xpu_lite.explain(fn, x, mode=mode).rows()
+        reasons = [row[4] for row in rows if row[4].startswith("random op")]
+        assert reasons and not [r for r in reasons if r.count("random op") > 1], reasons
 
 
 def test_lite_mode_model_is_bitwise_equal_in_training() -> None:

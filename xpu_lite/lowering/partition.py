@@ -76,9 +76,11 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)  # attention, random only by its dropout
     if target in kept:
-        return fallback(FallbackKind.RANDOM_OP if is_random(target) else FallbackKind.KEPT_OP, kept[target])
+        if is_random(target):  # the plan's reason names the kind itself
+            return fallback(FallbackKind.RANDOM_OP, kept[target].removeprefix(f"{FallbackKind.RANDOM_OP.value}: "))
+        return fallback(FallbackKind.KEPT_OP, kept[target])
     if is_random(target):
-        return fallback(FallbackKind.RANDOM_OP, "random op: runs eagerly to keep the eager RNG stream")
+        return fallback(FallbackKind.RANDOM_OP, "runs eagerly to keep the eager RNG stream")
     if not selected(node, config):
         return fallback(FallbackKind.OUTSIDE_REGION, "lite mode: not in a compile region")
     if target in DATA_DEPENDENT_OPS:
