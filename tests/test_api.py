@@ -145,6 +145,17 @@ def test_a_fallback_says_why_its_lowering_refused_the_node() -> None:
     assert reasons["aten.special_bessel_j0.default"] == "no lowering: no Triton lowering for this op yet", reasons
     kernels = [row for row in report.graphs[0].rows() if row[3] == "kernel"]
     assert [row[2] for row in kernels] == ["aten.add.Tensor"], kernels  # the float32 add after mm
+    # the other matmuls Inductor leaves to aten (addbmm, bilinear's _trilinear) say so too
+    # ("no Triton lowering for this op yet" before 2026-11-27); addmv is kernels, as mv is
+    def g(m, b1, b2, x1, x2, w, v, a):
+        return torch.addbmm(m, b1, b2), torch.nn.functional.bilinear(x1, x2, w), torch.addmv(v, a, v[:3], beta=0.5, alpha=2.0)
+
+    args = (torch.randn(3, 5), torch.randn(2, 3, 4), torch.randn(2, 4, 5), torch.randn(2, 3), torch.randn(2, 4),
+            torch.randn(5, 3, 4), torch.randn(3), torch.randn(3, 3))
+    reasons = _reasons(xpu_lite.explain(g, *args).graphs[0])
+    assert set(reasons) == {"aten.addbmm.default", "aten._trilinear.default"}, reasons
+    assert all(r.startswith("aten kernel: matmul and convolution run aten's kernel") for r in reasons.values()), reasons
+    torch.testing.assert_close(torch.compile(g, backend="xpu_lite", options={"strict": True})(*args), g(*args))
     matmul = torch.compile(lambda x, w: (x @ w).relu(), backend="xpu_lite", options={"strict": True})
     x, w = torch.randn(3, 4), torch.randn(4, 5)
     torch.testing.assert_close(matmul(x, w), (x @ w).relu())

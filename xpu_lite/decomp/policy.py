@@ -39,6 +39,8 @@ _DECOMPOSE_FOR_FUSION: dict[torch._ops.OpOverload, str] = {
     aten._native_batch_norm_legit.no_stats: "batch_norm (no running stats): var_mean and the affine map fuse",
     aten.dist.default: "dist: the difference and its vector_norm fuse into one reduction kernel",
     aten.ldexp.Tensor: "ldexp: x * 2 ** e, one pointwise kernel",
+    aten.addmv.default: "addmv: mv's multiply-and-sum and the scaled add fuse into one reduction kernel (as Inductor "
+                        "decomposes it; mv itself is a core decomposition)",
 }
 
 

@@ -11,7 +11,7 @@ from .registry import LOWERINGS
 _aten = torch.ops.aten
 LOWERINGS.decline(
     _aten.mm.default, _aten.bmm.default, _aten.addmm.default, _aten.baddbmm.default, _aten.convolution.default,
-    _aten.convolution_backward.default,
+    _aten.convolution_backward.default, _aten.addbmm.default, _aten._trilinear.default,
     why="matmul and convolution run aten's kernel (oneDNN, cuBLAS, cuDNN), as Inductor's extern kernels do",
 )
 _ATTENTION = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
