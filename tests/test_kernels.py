@@ -1002,6 +1002,29 @@ def test_every_bfloat16_value_loads_and_stores_exactly(device: str) -> None:
     assert xpu_lite.counters.fallback_nodes == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_a_cpu_scalar_operand_is_read_as_eagers_kernel_reads_it(device: str, dtype: torch.dtype) -> None:
+    """Eager's remainder, fmod, atan2 (and hypot on cpu) read a cpu scalar operand (a Python
+    float, a 0-dim cpu tensor) converted to the float16/bfloat16 dtype first; so do the
+    kernels (lowering/pointwise.py SCALAR_IN_DTYPE). Before 2026-11-27 they read it in
+    float32: `x_f16 % 0.1234567` differed in 3966 of 4096 values, by up to 0.12 where an
+    element sits at a multiple of the divisor. mul and div read the original value, as before."""
+    def fn(x, s):
+        t = torch.tensor(s)  # a 0-dim float32 cpu tensor
+        return (x % s, torch.fmod(x, s), torch.remainder(x, t), torch.atan2(x, t), torch.atan2(t, x), torch.hypot(x, t),
+                x * s, x / s)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    torch.manual_seed(0)
+    x = (torch.randn(4096, device=device) * 3).to(dtype)
+    with capture() as graphs:
+        for s in (0.1234567, 3.3, 2049.0):
+            assert_bitwise(compiled(x, s), fn(x, s))
+    # s is a host value under dynamic=True (its casts: plain Python, no tensor); the rest is one kernel
+    assert {d.reason.kind for g in graphs for d in g.fallbacks} <= {FallbackKind.HOST_SCALAR}
+    assert xpu_lite.counters.kernels_compiled == xpu_lite.counters.forward_graphs
+
+
 def test_a_float32_nan_stays_nan_as_bfloat16(device: str) -> None:
     """A float32 NaN whose payload is only in its low 16 bits, converted to bfloat16 in a
     kernel (a store, and a rounding inside a fused kernel), is NaN, as in eager. Rounding the

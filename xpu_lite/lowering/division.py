@@ -14,7 +14,7 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker, cpu_scalar, on_cpu
+from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker, cpu_scalar, on_cpu, operand
 
 aten = torch.ops.aten
 
@@ -119,7 +119,7 @@ def _mod(op: str) -> Rule:
         cdt = _out_cdt(node)
         if cdt in INTS:
             return _integer(b, node, op + "_int", _arg(b, x, cdt, node), _arg(b, y, cdt, node), cdt)
-        return b.compute(op, (_arg(b, x, cdt, node), _arg(b, y, cdt, node)), node, cdt)
+        return b.compute(op, (operand(b, node, x, 0, cdt), operand(b, node, y, 1, cdt)), node, cdt)
 
     return rule
 
