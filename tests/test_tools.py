@@ -120,6 +120,13 @@ def test_float64_criterion_fails_a_worse_result_and_moved_nans() -> None:
     eager16 = torch.tensor([float("inf"), 1.5], dtype=torch.float16)
     assert sweep._against_float64(reference16.half(), eager16, reference16, 2.0, 0.0) is None
     assert "non-finite" in sweep._against_float64(eager16, reference16.half(), reference16, 2.0, 0.0)
+    # the kernel's -inf where the reference overflows float16 too and eager's own inf - inf gave NaN: allowed;
+    # the other infinity, or NaN where eager has -inf, is not
+    overflow = torch.tensor([-4.0e6, 1.5], dtype=torch.float64)
+    eager_nan = torch.tensor([float("nan"), 1.5], dtype=torch.float16)
+    assert sweep._against_float64(overflow.half(), eager_nan, overflow, 2.0, 0.0) is None
+    assert "non-finite" in sweep._against_float64(-overflow.half(), eager_nan, overflow, 2.0, 0.0)
+    assert "non-finite" in sweep._against_float64(eager_nan, overflow.half(), overflow, 2.0, 0.0)
 
 
 def test_comparison_fails_on_one_bit_and_on_strides() -> None:

@@ -193,11 +193,14 @@ def cpu_scalar(arg: Any) -> bool:
 # Eager's mul, div, hypot on cuda/xpu and others read the original value instead
 # (`original_scalar_value<opmath_t>`), and add/sub round theirs in fma.py. Measured on cpu
 # (`x_f16 % 0.1234567` differed from eager in 3966 of 4096 values, by up to a whole 0.12
-# at the boundaries); cuda's read in its sources (gpu_kernel_with_scalars with `scalar_t`
-# arguments: remainder, fmod, atan2; hypot's is opmath), xpu's taken to be cuda's.
+# at the boundaries; `x_f16 ** 2.049` by up to 1.4%); cuda's read in its sources
+# (gpu_kernel_with_scalars with `scalar_t` arguments: remainder, fmod, atan2; hypot's is
+# opmath), xpu's taken to be cuda's.
 SCALAR_IN_DTYPE: dict[Any, tuple[str, ...]] = {
     **dict.fromkeys((aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar,
                      aten.atan2.default), ("cpu", "cuda", "xpu")),
+    # a scalar exponent, `exp_scalar.to<scalar_t>()` on every device: x_f16 ** 2.049 is x ** 2.04883
+    **dict.fromkeys((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor), ("cpu", "cuda", "xpu")),
     aten.hypot.default: ("cpu",),
 }
 
@@ -380,7 +383,10 @@ _POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "recipro
 def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     """Exact forms for common scalar exponents; exp2(y * log2|x|) with torch's sign, NaN,
     0 and 1 rules otherwise."""
-    cdt = _out_cdt(node)
+    cdt, val = _out_cdt(node), node.meta["val"]
+    if (not isinstance(exponent, Ref) and val.dtype in ir.HELD_AS
+            and val.device.type in SCALAR_IN_DTYPE[aten.pow.Tensor_Scalar]):  # eager's exponent in the dtype
+        exponent = torch.tensor(float(exponent), dtype=torch.float32).to(val.dtype).item()
     if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
     # the composition reads the base's sign bit and combines tests of both operands: blocks
