@@ -1002,6 +1002,20 @@ def test_every_bfloat16_value_loads_and_stores_exactly(device: str) -> None:
     assert xpu_lite.counters.fallback_nodes == 0
 
 
+def test_xlogy_of_a_python_number_is_one_kernel(device: str) -> None:
+    """xlogy and xlog1py with a Python number operand decompose with `prims.scalar_tensor`,
+    which was an eager call between kernels ("no Triton lowering for this op yet") before
+    2026-11-27; it is a fill computed inline, as `aten.scalar_tensor` is."""
+    def fn(x):
+        return torch.xlogy(x, 2.5), torch.xlogy(2.5, x), torch.special.xlog1py(x, 0.5), torch.special.xlog1py(0.5, x)
+
+    torch.manual_seed(0)
+    x = torch.rand(300, device=device) * 3
+    x[:2] = torch.tensor([0.0, float("nan")])
+    torch.testing.assert_close(torch.compile(fn, backend="xpu_lite", dynamic=True)(x), fn(x), equal_nan=True)
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_a_cpu_scalar_operand_is_read_as_eagers_kernel_reads_it(device: str, dtype: torch.dtype) -> None:
     """Eager's remainder, fmod, atan2, pow's scalar exponent (and hypot on cpu) read a cpu

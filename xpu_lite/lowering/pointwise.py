@@ -369,7 +369,7 @@ def _where(b: Any, node: torch.fx.Node, cond: Any, x: Any, y: Any) -> int:
 
 
 def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
-    value = args[0] if node.target is aten.scalar_tensor.default else args[1]  # full, full_like, fill: (_, value)
+    value = args[0] if node.target in _SCALAR_TENSORS else args[1]  # full, full_like, fill: (_, value)
     cdt, dtype = _out_cdt(node), node.meta["val"].dtype
     value = _arg(b, value, cdt, node)
     if dtype in ir.ROUNDINGS:  # full(0.1, dtype=torch.half) holds 0.0999755859375
@@ -507,6 +507,7 @@ LOWERINGS.register(aten.copy.default, checker=checker(READABLE, READABLE, {"non_
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
 _LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]), "a fill value that is a kernel literal")
 _reg((aten.full.default,), checker(READABLE, READABLE, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
-_reg((aten.scalar_tensor.default,), checker(READABLE, READABLE, _SAME_DEVICE), _full)
+_SCALAR_TENSORS = (aten.scalar_tensor.default, prims.scalar_tensor.default)  # prims': xlogy's with a Python number
+_reg(_SCALAR_TENSORS, checker(READABLE, READABLE, _SAME_DEVICE), _full)
 _reg((aten.fill.Scalar,), checker(READABLE, READABLE), _full)
 _reg((aten.full_like.default,), checker(READABLE, READABLE, {**_SAME_DEVICE, "memory_format": None}, extra=_LITERAL_FILL), _full)
