@@ -199,8 +199,9 @@ def cpu_scalar(arg: Any) -> bool:
 SCALAR_IN_DTYPE: dict[Any, tuple[str, ...]] = {
     **dict.fromkeys((aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar,
                      aten.atan2.default), ("cpu", "cuda", "xpu")),
-    # a scalar exponent, `exp_scalar.to<scalar_t>()` on every device: x_f16 ** 2.049 is x ** 2.04883
-    **dict.fromkeys((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor), ("cpu", "cuda", "xpu")),
+    # a scalar exponent, `exp_scalar.to<scalar_t>()` on every device: x_f16 ** 2.049 is x ** 2.04883;
+    # a scalar base too (2.049 ** x_f16)
+    **dict.fromkeys((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), ("cpu", "cuda", "xpu")),
     aten.hypot.default: ("cpu",),
 }
 
