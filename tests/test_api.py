@@ -130,6 +130,18 @@ def _reasons(report) -> dict[str, str]:
     return {row[2]: row[4] for row in report.rows() if row[3] == "fallback"}
 
 
+def test_an_unpack_of_a_kept_op_does_not_say_decomposed() -> None:
+    """The outputs of an op that stays whole (native_dropout, kept for the RNG stream) are
+    unpacks with no "from ... (decomposed)" note (they said so before 2026-11-27); those of
+    a decomposition's node (layer_norm's var_mean) keep it."""
+    model = torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Dropout(0.1))
+    rows = xpu_lite.explain(model, torch.randn(3, 16)).rows()
+    unpacks = {row[1]: row[4] for row in rows if row[3] == "unpack"}
+    dropout = [node for node, note in unpacks.items() if "native_dropout" in note or not note]
+    assert len(dropout) == 2 and all(unpacks[node] == "" for node in dropout), unpacks
+    assert sum("from aten.native_layer_norm.default (decomposed)" in note for note in unpacks.values()) == 2, unpacks
+
+
 def test_a_fallback_says_why_its_lowering_refused_the_node() -> None:
     """An op with a lowering that refuses these arguments says which argument and what the
     lowering takes, not "no lowering yet"; matmul says it is aten's by design, and is no

@@ -131,6 +131,9 @@ def selected(node: torch.fx.Node, config: LiteConfig) -> bool:
 
 def _origin(node: torch.fx.Node) -> str:
     original = node.meta.get("original_aten")
-    if isinstance(original, torch._ops.OpOverload) and str(original) != op_name(node.target):
-        return f"from {original} (decomposed)"
-    return ""
+    if not isinstance(original, torch._ops.OpOverload) or str(original) == op_name(node.target):
+        return ""
+    if (node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
+            and op_name(node.args[0].target) == str(original)):
+        return ""  # an output of the op itself (a kept native_dropout's), not of a decomposition of it
+    return f"from {original} (decomposed)"
