@@ -1018,16 +1018,18 @@ def test_xlogy_of_a_python_number_is_one_kernel(device: str) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_a_cpu_scalar_operand_is_read_as_eagers_kernel_reads_it(device: str, dtype: torch.dtype) -> None:
-    """Eager's remainder, fmod, atan2, pow's scalar exponent or base (and hypot on cpu) read a cpu
-    scalar operand (a Python float, a 0-dim cpu tensor) converted to the float16/bfloat16
-    dtype first; so do the kernels (lowering/pointwise.py SCALAR_IN_DTYPE). Before
-    2026-11-27 they read it in float32: `x_f16 % 0.1234567` differed in 3966 of 4096
-    values, by up to 0.12 where an element sits at a multiple of the divisor, and
-    `x_f16 ** 2.049` by up to 1.4%. mul and div read the original value, as before."""
+    """Eager's remainder, fmod, atan2, pow's scalar exponent or base (and, on cpu, hypot and
+    lerp's 0-dim weight) read a cpu scalar operand (a Python float, a 0-dim cpu tensor)
+    converted to the float16/bfloat16 dtype first; so do the kernels (lowering/pointwise.py
+    SCALAR_IN_DTYPE). Before 2026-11-27 they read it in float32: `x_f16 % 0.1234567`
+    differed in 3966 of 4096 values, by up to 0.12 where an element sits at a multiple of
+    the divisor, and `x_f16 ** 2.049` by up to 1.4%. mul and div read the original value,
+    as before."""
     def fn(x, s):
         t = torch.tensor(s)  # a 0-dim float32 cpu tensor
         return (x % s, torch.fmod(x, s), torch.remainder(x, t), torch.atan2(x, t), torch.atan2(t, x), torch.hypot(x, t),
-                x * s, x / s, x.abs() ** (s / 1000), x.abs() ** (t / 1000), (s / 1000) ** x, torch.pow(t / 1000, x))
+                x * s, x / s, x.abs() ** (s / 1000), x.abs() ** (t / 1000), (s / 1000) ** x, torch.pow(t / 1000, x),
+                *((torch.lerp(x, x.flip(0), t / 1000),) if x.device.type == "cpu" else ()))  # a 0-dim weight: cpu's
 
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     torch.manual_seed(0)

@@ -28,7 +28,7 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import FLOATS, READABLE, WRAPPING, Ref, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar, on_cpu
+from .pointwise import FLOATS, READABLE, WRAPPING, Ref, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar, on_cpu, operand
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -60,9 +60,10 @@ def _add_sub(op: str) -> Any:
 
 def _lerp(b: Any, node: torch.fx.Node, start: Any, end: Any, weight: Any) -> int:
     """The branch a Python number weight takes is chosen here, by its float32 value (eager's
-    `weight.to<opmath_t>()`: 0.49999999 is 0.5, past half)."""
+    `weight.to<opmath_t>()`: 0.49999999 is 0.5, past half). A 0-dim cpu weight tensor is
+    read in a float16/bfloat16 dtype on cpu, as eager's TensorIterator converts it (operand)."""
     cdt = _out_cdt(node)
-    s, e, w = (_arg(b, v, cdt, node) for v in (start, end, weight))
+    s, e, w = (operand(b, node, v, i, cdt) for i, v in enumerate((start, end, weight)))
     diff = b.compute("sub", (e, s), node, cdt)
 
     def near_start() -> int:

@@ -203,6 +203,7 @@ SCALAR_IN_DTYPE: dict[Any, tuple[str, ...]] = {
     # a scalar base too (2.049 ** x_f16)
     **dict.fromkeys((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), ("cpu", "cuda", "xpu")),
     aten.hypot.default: ("cpu",),
+    aten.lerp.Tensor: ("cpu",),  # a 0-dim weight tensor (a Python number weight, lerp.Scalar, is read as float32)
 }
 
 
