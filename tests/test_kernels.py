@@ -1020,7 +1020,7 @@ def test_xlogy_of_a_python_number_is_one_kernel(device: str) -> None:
 def test_a_cpu_scalar_operand_is_read_as_eagers_kernel_reads_it(device: str, dtype: torch.dtype) -> None:
     """Eager's remainder, fmod, atan2, pow's scalar exponent or base (and, on cpu, hypot and
     lerp's 0-dim weight) read a cpu scalar operand (a Python float, a 0-dim cpu tensor)
-    converted to the float16/bfloat16 dtype first; so do the kernels (lowering/pointwise.py
+    converted to the float16/bfloat16 dtype first; so do the kernels (lowering/operands.py
     SCALAR_IN_DTYPE). Before 2026-11-27 they read it in float32: `x_f16 % 0.1234567`
     differed in 3966 of 4096 values, by up to 0.12 where an element sits at a multiple of
     the divisor, and `x_f16 ** 2.049` by up to 1.4%. mul and div read the original value,

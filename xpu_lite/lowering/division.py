@@ -14,7 +14,8 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _arg, _out_cdt, _reg, checker, cpu_scalar, on_cpu, operand
+from .operands import _arg, cpu_scalar, on_cpu, operand
+from .pointwise import FLOATS, INTS, READABLE, SMALL, Rule, _out_cdt, _reg, checker
 
 aten = torch.ops.aten
 

@@ -28,7 +28,8 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import FLOATS, READABLE, WRAPPING, Ref, _arg, _in_dtype, _out_cdt, _reg, checker, cpu_scalar, on_cpu, operand
+from .operands import Ref, _arg, _in_dtype, on_cpu, operand, scalar_dtype
+from .pointwise import FLOATS, READABLE, WRAPPING, _out_cdt, _reg, checker
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -40,20 +41,16 @@ def _add_sub(op: str) -> Any:
     0-dim float32 tensor too) and alpha to the dtype first; its cuda/xpu kernels read them
     as float32. A tensor operand fused in the kernel stays unrounded, as elsewhere."""
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
-        cdt, dtype = _out_cdt(node), node.meta["val"].dtype
+        cdt, held = _out_cdt(node), scalar_dtype(node)
         alpha = node.kwargs.get("alpha", 1)
-        rounds = on_cpu(node) and dtype in ir.HELD_AS
-
-        def operand(value: Any, arg: Any) -> int:
-            return _in_dtype(b, value, dtype, node) if rounds and cpu_scalar(arg) else _arg(b, value, cdt, node)
-
-        a, other = operand(x, node.args[0]), operand(y, node.args[1])
+        a, other = operand(b, node, x, 0, cdt), operand(b, node, y, 1, cdt)
         if alpha == 1:
             return b.compute(op, (a, other), node, cdt)
         if not cdt.is_floating_point:
             return b.compute(op, (a, b.compute("mul", (other, _arg(b, alpha, cdt, node)), node, cdt)), node, cdt)
         scale = alpha if op == "add" else -alpha
-        return b.compute("fma", (other, operand(scale, scale), a), node, cdt)
+        scale_value = _arg(b, scale, cdt, node) if held is None else _in_dtype(b, scale, held, node)
+        return b.compute("fma", (other, scale_value, a), node, cdt)
 
     return rule
 

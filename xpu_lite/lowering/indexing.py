@@ -19,8 +19,8 @@ import torch
 import torch.fx
 
 from .._torch_compat import FloorDiv, ModularIndexing, provably_equal, sym_expr
-from .pointwise import (FLOATS, INTS, READABLE, SMALL, _arg, _out_cdt, _scalar_ok, _tensor_rejection,
-                        scalar_rejection)
+from .operands import _arg
+from .pointwise import FLOATS, INTS, READABLE, SMALL, _out_cdt, _scalar_ok, _tensor_rejection, scalar_rejection
 from .registry import LOWERINGS
 from .views import graph_input_under, is_size
 

@@ -10,7 +10,8 @@ Python int/float/bool scalars become constants (Dynamo specializes Python floats
 literal costs no extra compile); SymInt scalars are computed in the kernel from its runtime
 size arguments, SymFloat ones (1 / numel in a norm's backward) by the wrapper, passed as a
 float32 argument. Anything else (float64, complex, ints beyond int64) falls back with "no
-lowering". Division with a rounding mode, fmod and remainder: division.py; add/sub, lerp,
+lowering". How rules read operands (a cpu scalar as each device's eager kernel reads it):
+operands.py. Division with a rounding mode, fmod and remainder: division.py; add/sub, lerp,
 addcmul, addcdiv and fma: fma.py.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 import torch.fx
 
 from . import ir
+from .operands import Ref, _arg, _in_dtype, operand, scalar_dtype
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -173,64 +175,8 @@ def scalar_rejection(value: Any, dtype: torch.dtype) -> str | None:
     return None
 
 
-def on_cpu(node: torch.fx.Node) -> bool:
-    """Whether eager runs the node on cpu (its kernels there round or fuse their own way)."""
-    return node.meta["val"].device.type == "cpu"
-
-
-def cpu_scalar(arg: Any) -> bool:
-    """Whether eager's TensorIterator sees operand `arg` as a cpu scalar: a Python number,
-    a SymInt/SymFloat, a 0-dim cpu tensor (division.py, fma.py: kernels that treat one
-    apart)."""
-    val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-    return isinstance(val, (int, float, torch.SymInt, torch.SymFloat)) or (
-        isinstance(val, torch.Tensor) and val.dim() == 0 and val.device.type == "cpu")
-
-
-# Binary ops whose eager kernels read a cpu scalar operand converted to the float16/bfloat16
-# dtype of the op (TensorIterator copies inputs to the common dtype; a kernel taking
-# `scalar_t` arguments reads that copy, `iter.scalar_value<scalar_t>`), by device type.
-# Eager's mul, div, hypot on cuda/xpu and others read the original value instead
-# (`original_scalar_value<opmath_t>`), and add/sub round theirs in fma.py. Measured on cpu
-# (`x_f16 % 0.1234567` differed from eager in 3966 of 4096 values, by up to a whole 0.12
-# at the boundaries; `x_f16 ** 2.049` by up to 1.4%); cuda's read in its sources
-# (gpu_kernel_with_scalars with `scalar_t` arguments: remainder, fmod, atan2; hypot's is
-# opmath), xpu's taken to be cuda's.
-SCALAR_IN_DTYPE: dict[Any, tuple[str, ...]] = {
-    **dict.fromkeys((aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar,
-                     aten.atan2.default), ("cpu", "cuda", "xpu")),
-    # a scalar exponent, `exp_scalar.to<scalar_t>()` on every device: x_f16 ** 2.049 is x ** 2.04883;
-    # a scalar base too (2.049 ** x_f16)
-    **dict.fromkeys((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), ("cpu", "cuda", "xpu")),
-    aten.hypot.default: ("cpu",),
-    aten.lerp.Tensor: ("cpu",),  # a 0-dim weight tensor (a Python number weight, lerp.Scalar, is read as float32)
-}
-
-
-def operand(b: Any, node: torch.fx.Node, value: Any, position: int, cdt: torch.dtype) -> int:
-    """Operand `value` (node.args[position]) in compute dtype `cdt`, as the node's eager
-    kernel reads it: a cpu scalar converted to the node's float16/bfloat16 dtype first
-    where SCALAR_IN_DTYPE says so for the node's device."""
-    dtype = node.meta["val"].dtype
-    if (dtype in ir.HELD_AS and node.meta["val"].device.type in SCALAR_IN_DTYPE.get(node.target, ())
-            and cpu_scalar(node.args[position])):
-        return _in_dtype(b, value, dtype, node)
-    return _arg(b, value, cdt, node)
-
-
 def _out_cdt(node: torch.fx.Node) -> torch.dtype:
     return ir.compute_dtype(node.meta["val"].dtype)
-
-
-# Operands reach rules as ir.Ref (tensor or SymInt values already in the kernel) or as raw
-# Python scalars, which become typed constants.
-Ref = ir.Ref
-
-
-def _arg(b: Any, value: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
-    if isinstance(value, Ref):
-        return b.cast(int(value), dtype, node)
-    return b.constant(ir.convert_scalar(value, dtype), dtype)
 
 
 # -- rules -----------------------------------------------------------------------------
@@ -284,13 +230,6 @@ def _compare(op: str) -> Rule:
         return b.compute(op, tuple(_in_dtype(b, o, common, node) for o in operands), node, torch.bool)
 
     return rule
-
-
-def _in_dtype(b: Any, operand: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
-    """`operand` as a `dtype` tensor holds it, in `dtype`'s compute dtype."""
-    if dtype in ir.HELD_AS:
-        return b.round_to(_arg(b, operand, ir.compute_dtype(dtype), node), dtype, node)
-    return _arg(b, operand, dtype, node)  # an int32 constant wrapped (ir.convert_scalar)
 
 
 def _common_dtype(node: torch.fx.Node) -> torch.dtype:
@@ -385,10 +324,9 @@ _POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "recipro
 def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     """Exact forms for common scalar exponents; exp2(y * log2|x|) with torch's sign, NaN,
     0 and 1 rules otherwise."""
-    cdt, val = _out_cdt(node), node.meta["val"]
-    if (not isinstance(exponent, Ref) and val.dtype in ir.HELD_AS
-            and val.device.type in SCALAR_IN_DTYPE[aten.pow.Tensor_Scalar]):  # eager's exponent in the dtype
-        exponent = torch.tensor(float(exponent), dtype=torch.float32).to(val.dtype).item()
+    cdt, held = _out_cdt(node), scalar_dtype(node)
+    if held is not None and not isinstance(exponent, Ref):  # eager's exponent in the dtype, before the exact forms
+        exponent = ir.held_value(float(exponent), held)
     if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
     # the composition reads the base's sign bit and combines tests of both operands: blocks

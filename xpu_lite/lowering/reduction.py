@@ -24,7 +24,8 @@ import torch
 import torch.fx
 
 from . import ir
-from .pointwise import FLOATS, READABLE, WRAPPING, _arg, _tensor_rejection
+from .operands import _arg
+from .pointwise import FLOATS, READABLE, WRAPPING, _tensor_rejection
 from .registry import LOWERINGS
 
 aten = torch.ops.aten

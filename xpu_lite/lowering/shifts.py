@@ -12,7 +12,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from .pointwise import INTS, SMALL, Rule, _arg, _out_cdt, _reg, checker
+from .operands import _arg
+from .pointwise import INTS, SMALL, Rule, _out_cdt, _reg, checker
 
 aten = torch.ops.aten
 
