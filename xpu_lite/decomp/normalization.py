@@ -6,9 +6,8 @@ into a scale and a shift per channel in float32, `alpha = w * rsqrt(var + eps)` 
 torch._decomp's `(x - mean) * (1 / sqrt(var + eps)) * w + b` differed from eager's in 1886
 of 4096 float32 values; this is bitwise eager's for contiguous and channels-last inputs.
 
-group_norm's backward: in float32 for float16
-and bfloat16 inputs, rounded once, and with 1 / (HxW * channels per group) a float32 0-dim
-tensor where the sizes are symbolic.
+group_norm's backward: in float32 for float16 and bfloat16 inputs, rounded once, and with
+1 / (HxW * channels per group) a float32 0-dim tensor where the sizes are symbolic.
 
 torch._decomp's rounds its per-channel sums to the input's dtype before it sums them again
 (a bfloat16 bias gradient ~3x eager's error against float64, found by tools/vision_models.py's

@@ -16,12 +16,13 @@ from . import grid_sample, layouts, normalization, scatters, search, upsample
 
 aten = torch.ops.aten
 
-# Ops that are never decomposed, even inside regions, with the reason. Random ops keep the
-# eager RNG stream only if they run as the same aten call eager would make.
+# Ops that are never decomposed, even inside regions, with the reason (a random op's: after
+# its kind, FallbackKind.RANDOM_OP). Random ops keep the eager RNG stream only if they run
+# as the same aten call eager would make.
 _KEEP_EXPLICIT: dict[torch._ops.OpOverload, str] = {
-    aten.native_dropout.default: "random op: decomposing it would change the RNG stream",
-    aten.bernoulli.p: "random op: decomposing it would change the RNG stream",
-    aten.bernoulli.default: "random op: decomposing it would change the RNG stream",
+    aten.native_dropout.default: "decomposing it would change the RNG stream",
+    aten.bernoulli.p: "decomposing it would change the RNG stream",
+    aten.bernoulli.default: "decomposing it would change the RNG stream",
 }
 
 
@@ -313,7 +314,7 @@ def policy() -> tuple[dict[Any, Callable[..., Any]], dict[Any, str]]:
     table = {op: fn for op, fn in table.items() if op not in _LOWERED_WHOLE}
     table.update({op: fn for op, (fn, _) in _OWN_DECOMPOSITIONS.items()})
     keep = dict(_KEEP_EXPLICIT)
-    keep.update({op: "random op: keeps the eager RNG stream" for op in table if is_random(op) and op not in keep})
+    keep.update({op: "keeps the eager RNG stream" for op in table if is_random(op) and op not in keep})
     decompose = {op: fn for op, fn in table.items() if op not in keep}
     both = set(decompose) & set(keep)
     assert not both, f"xpu_lite policy: ops both decomposed and kept: {sorted(map(str, both))}"

@@ -97,27 +97,27 @@ def _addc(op: str) -> Any:
     return rule
 
 
-def _rounds_each_step(node: torch.fx.Node, cpu_too: bool = False) -> bool:
-    """Whether eager's kernel computes the node in float16/bfloat16 arithmetic, rounding
-    each step to the dtype: its cuda/xpu kernels do, in `scalar_t` (c10::Half's and
-    c10::BFloat16's operators convert to float and back per operation); its cpu ones
-    compute in float and round once, but for `cpu_too` in float16 (sigmoid_backward's
-    Vectorized<Half> arithmetic)."""
+def _steps(b: Any, node: torch.fx.Node, cpu_too: bool = False) -> Any:
+    """How each intermediate step of the node is kept: rounded to its float16/bfloat16 dtype
+    where eager's kernel computes in that dtype, else as is. Eager's cuda/xpu kernels compute
+    these ops in `scalar_t` (c10::Half's and c10::BFloat16's operators convert to float and
+    back per operation); its cpu ones in float, rounded once, but for `cpu_too` in float16
+    (sigmoid_backward's Vectorized<Half> arithmetic)."""
     dtype = node.meta["val"].dtype
-    return dtype in ir.HELD_AS and (not on_cpu(node) or (cpu_too and dtype is torch.float16))
+    if dtype in ir.HELD_AS and (not on_cpu(node) or (cpu_too and dtype is torch.float16)):
+        return lambda value: b.round_to(value, dtype, node)
+    return None
 
 
 def _tanh_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
     """grad * (1 - y * y), whose `1 - y * y` eager's kernels contract (gcc's vectorized cpu
     loop, nvcc): grad * fma(-y, y, 1). Its decomposition rounded y * y apart: 719 of 1024
     float32 gradients of tanh differed from eager's cpu ones. On cuda/xpu a float16/bfloat16
-    gradient is computed in its dtype, each step rounded (_rounds_each_step)."""
-    cdt, dtype = _out_cdt(node), node.meta["val"].dtype
-    g, t = _arg(b, grad, cdt, node), _arg(b, y, cdt, node)
-    one = b.constant(1.0, cdt)
-    if _rounds_each_step(node):
-        square = b.round_to(b.compute("mul", (t, t), node, cdt), dtype, node)
-        return b.compute("mul", (g, b.round_to(b.compute("sub", (one, square), node, cdt), dtype, node)), node, cdt)
+    gradient is computed in its dtype, each step rounded (_steps), with no fma."""
+    cdt = _out_cdt(node)
+    g, t, one = _arg(b, grad, cdt, node), _arg(b, y, cdt, node), b.constant(1.0, cdt)
+    if (step := _steps(b, node)) is not None:
+        return b.compute("mul", (g, step(b.compute("sub", (one, step(b.compute("mul", (t, t), node, cdt))), node, cdt))), node, cdt)
     one_minus_square = b.compute("fma", (b.compute("fneg", (t,), node, cdt), t, one), node, cdt)
     return b.compute("mul", (g, one_minus_square), node, cdt)
 
@@ -125,14 +125,11 @@ def _tanh_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
 def _sigmoid_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
     """grad * (1 - y) * y, in that order on every device (its decomposition's
     `grad * (y * (1 - y))` differed from eager's in 1317 of 4096 float32 values); each
-    step rounded where eager's kernel computes in float16/bfloat16 (_rounds_each_step:
-    cuda/xpu, and float16 on cpu)."""
-    cdt, dtype = _out_cdt(node), node.meta["val"].dtype
+    step rounded where eager's kernel computes in float16/bfloat16 (_steps: cuda/xpu, and
+    float16 on cpu)."""
+    cdt = _out_cdt(node)
     g, t = _arg(b, grad, cdt, node), _arg(b, y, cdt, node)
-
-    def step(value: int) -> int:
-        return b.round_to(value, dtype, node) if _rounds_each_step(node, cpu_too=True) else value
-
+    step = _steps(b, node, cpu_too=True) or (lambda value: value)
     one_minus = step(b.compute("sub", (b.constant(1.0, cdt), t), node, cdt))
     return b.compute("mul", (step(b.compute("mul", (g, one_minus), node, cdt)), t), node, cdt)
 

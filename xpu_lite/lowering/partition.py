@@ -76,9 +76,7 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)  # attention, random only by its dropout
     if target in kept:
-        if is_random(target):  # the plan's reason names the kind itself
-            return fallback(FallbackKind.RANDOM_OP, kept[target].removeprefix(f"{FallbackKind.RANDOM_OP.value}: "))
-        return fallback(FallbackKind.KEPT_OP, kept[target])
+        return fallback(FallbackKind.RANDOM_OP if is_random(target) else FallbackKind.KEPT_OP, kept[target])
     if is_random(target):
         return fallback(FallbackKind.RANDOM_OP, "runs eagerly to keep the eager RNG stream")
     if not selected(node, config):
