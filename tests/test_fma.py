@@ -132,8 +132,10 @@ def test_the_gpu_orders_of_half_gradients_round_each_step(monkeypatch: pytest.Mo
     its dtype (`scalar_t` arithmetic), each step rounded, which is what the same steps as
     separate eager ops give on cpu. The lowering is made to take the node for a GPU's."""
     import xpu_lite.lowering.fma as fma
+    import xpu_lite.lowering.operands as operands
 
     monkeypatch.setattr(fma, "on_cpu", lambda node: False)
+    monkeypatch.setattr(operands, "on_cpu", lambda node: False)  # operands.steps
     torch.manual_seed(0)
     grad, x = torch.randn(1024).to(dtype), torch.randn(1024) * 3
     for op, y, steps in (

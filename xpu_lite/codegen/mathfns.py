@@ -430,7 +430,7 @@ MATH: MathTable = {
     "div_trunc_int": "{0} // {1}",
     "div_floor_int": Steps((("q", "{0} // {1}"), ("r", "{0} % {1}")),
                            "tl.where(({t}r != 0) & (({t}r < 0) != ({1} < 0)), {t}q - 1, {t}q)"),
-    "square": "{0} * {0}", "cube": "{0} * {0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
+    "square": "{0} * {0}", "identity": "{0}", "one": "tl.where({0} == {0}, 1.0, 1.0)",
     # NaN-ignoring max/min (C's fmax/fmin): NaN only where both are; of equal operands
     # (-0.0 and 0.0) the first, as eager's cpu kernels give (the gpu column: maxnum/minnum)
     "fmax": "tl.where({0} != {0}, {1}, tl.where({1} > {0}, {1}, {0}))",

@@ -28,7 +28,7 @@ import torch
 import torch.fx
 
 from . import ir
-from .operands import Ref, _arg, _in_dtype, on_cpu, operand, scalar_dtype
+from .operands import Ref, _arg, _in_dtype, on_cpu, operand, scalar_dtype, steps
 from .pointwise import FLOATS, READABLE, WRAPPING, _out_cdt, _reg, checker
 
 aten = torch.ops.aten
@@ -97,26 +97,14 @@ def _addc(op: str) -> Any:
     return rule
 
 
-def _steps(b: Any, node: torch.fx.Node, cpu_too: bool = False) -> Any:
-    """How each intermediate step of the node is kept: rounded to its float16/bfloat16 dtype
-    where eager's kernel computes in that dtype, else as is. Eager's cuda/xpu kernels compute
-    these ops in `scalar_t` (c10::Half's and c10::BFloat16's operators convert to float and
-    back per operation); its cpu ones in float, rounded once, but for `cpu_too` in float16
-    (sigmoid_backward's Vectorized<Half> arithmetic)."""
-    dtype = node.meta["val"].dtype
-    if dtype in ir.HELD_AS and (not on_cpu(node) or (cpu_too and dtype is torch.float16)):
-        return lambda value: b.round_to(value, dtype, node)
-    return None
-
-
 def _tanh_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
     """grad * (1 - y * y), whose `1 - y * y` eager's kernels contract (gcc's vectorized cpu
     loop, nvcc): grad * fma(-y, y, 1). Its decomposition rounded y * y apart: 719 of 1024
     float32 gradients of tanh differed from eager's cpu ones. On cuda/xpu a float16/bfloat16
-    gradient is computed in its dtype, each step rounded (_steps), with no fma."""
+    gradient is computed in its dtype, each step rounded (operands.steps), with no fma."""
     cdt = _out_cdt(node)
     g, t, one = _arg(b, grad, cdt, node), _arg(b, y, cdt, node), b.constant(1.0, cdt)
-    if (step := _steps(b, node)) is not None:
+    if (step := steps(b, node)) is not None:
         return b.compute("mul", (g, step(b.compute("sub", (one, step(b.compute("mul", (t, t), node, cdt))), node, cdt))), node, cdt)
     one_minus_square = b.compute("fma", (b.compute("fneg", (t,), node, cdt), t, one), node, cdt)
     return b.compute("mul", (g, one_minus_square), node, cdt)
@@ -125,11 +113,11 @@ def _tanh_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
 def _sigmoid_backward(b: Any, node: torch.fx.Node, grad: Any, y: Any) -> int:
     """grad * (1 - y) * y, in that order on every device (its decomposition's
     `grad * (y * (1 - y))` differed from eager's in 1317 of 4096 float32 values); each
-    step rounded where eager's kernel computes in float16/bfloat16 (_steps: cuda/xpu, and
+    step rounded where eager's kernel computes in float16/bfloat16 (operands.steps: cuda/xpu, and
     float16 on cpu)."""
     cdt = _out_cdt(node)
     g, t = _arg(b, grad, cdt, node), _arg(b, y, cdt, node)
-    step = _steps(b, node, cpu_too=True) or (lambda value: value)
+    step = steps(b, node, cpu=(torch.float16,)) or (lambda value: value)
     one_minus = step(b.compute("sub", (b.constant(1.0, cdt), t), node, cdt))
     return b.compute("mul", (step(b.compute("mul", (g, one_minus), node, cdt)), t), node, cdt)
 

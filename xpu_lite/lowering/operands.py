@@ -80,3 +80,15 @@ def operand(b: Any, node: torch.fx.Node, value: Any, position: int, cdt: torch.d
     if held is not None and cpu_scalar(node.args[position]):
         return _in_dtype(b, value, held, node)
     return _arg(b, value, cdt, node)
+
+
+def steps(b: Any, node: torch.fx.Node, cpu: tuple[torch.dtype, ...] = ()) -> Any:
+    """How each intermediate step of the node is kept: rounded to its float16/bfloat16 dtype
+    where eager's kernel computes in that dtype, else None (kept as computed). Eager's
+    cuda/xpu kernels compute these ops in `scalar_t` (c10::Half's and c10::BFloat16's
+    operators convert to float and back per operation); its cpu ones in float, rounded once,
+    but in the dtypes `cpu` lists (Vectorized<Half> or Vectorized<BFloat16> arithmetic)."""
+    dtype = node.meta["val"].dtype
+    if dtype in ir.HELD_AS and (not on_cpu(node) or dtype in cpu):
+        return lambda value: b.round_to(value, dtype, node)
+    return None

@@ -24,7 +24,7 @@ import torch
 import torch.fx
 
 from . import ir
-from .operands import Ref, _arg, _in_dtype, operand, scalar_dtype
+from .operands import Ref, _arg, _in_dtype, operand, scalar_dtype, steps
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -318,7 +318,22 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (value,), node, cdt)
 
 
-_POW_SPECIAL = {2: "square", 3: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
+_POW_SPECIAL = {2: "square", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
+
+
+def _pow_by_products(b: Any, node: torch.fx.Node, x: Any, exponent: float) -> int:
+    """Eager's products for the exponents 3 and -2 (pow_tensor_scalar_optimized_kernel,
+    cuda's pow_tensor_scalar_kernel_impl): x * x * x and 1 / (x * x), each step rounded
+    where the kernel computes in the dtype (operands.steps: cuda/xpu, and bfloat16 on cpu;
+    cpu float16 takes powf, which x * x in float32 matches). As pow's composition, 249 of
+    858 float32 `x ** -2` were one rounding off eager's 1 / (x * x)."""
+    cdt = _out_cdt(node)
+    step = steps(b, node, cpu=(torch.bfloat16,)) or (lambda value: value)
+    value = _arg(b, x, cdt, node)
+    square = step(b.compute("mul", (value, value), node, cdt))
+    if exponent == 3:
+        return b.compute("mul", (square, value), node, cdt)
+    return b.compute("reciprocal", (square,), node, cdt)
 
 
 def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
@@ -329,6 +344,8 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
         exponent = ir.held_value(float(exponent), held)
     if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
+    if not isinstance(exponent, Ref) and exponent in (3, -2) and isinstance(x, Ref):
+        return _pow_by_products(b, node, x, exponent)
     # the composition reads the base's sign bit and combines tests of both operands: blocks
     return b.compute("pow", _blocks(b, node, (x, exponent), cdt), node, cdt)
 
