@@ -161,6 +161,10 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
         "batch_norm's inference on cpu as eager's kernel: a float32 scale and shift per channel, rsqrt(var + eps) * w "
         "and fma(-mean, scale, b), then fma(x, scale, shift) (decomp/normalization.py); torch._decomp's elsewhere, its "
         "output in the input's suggested memory format"),
+    aten._log_softmax.default: (normalization.log_softmax,
+                                "log_softmax as eager's cpu kernel over the last dim of a float16/bfloat16 input: the "
+                                "sum of exponentials and its log kept as the dtype (decomp/normalization.py); "
+                                "torch._decomp's elsewhere"),
     **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
             f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
        for op in layouts.ELEMENTWISE_BACKWARDS},
