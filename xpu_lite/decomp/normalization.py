@@ -13,6 +13,11 @@ computes `(x - max) - log_sum` in float32. torch._decomp's keeps both in float32
 Eager's other dims, its backward and other devices compute in float32 throughout, as
 torch._decomp's does.
 
+logsumexp of a float16/bfloat16 input (logsumexp): eager's body is a chain of ops on the
+dtype's tensors, `(x - max).exp()`, their sum, its log, plus max, each rounded to the dtype
+on every device (ReduceOps.cpp logsumexp_out_impl); torch._decomp's same steps, fused, kept
+float32 between them (7 of 64 float16 rows differed). This rounds each step.
+
 group_norm's backward: in float32 for float16 and bfloat16 inputs, rounded once, and with
 1 / (HxW * channels per group) a float32 0-dim tensor where the sizes are symbolic.
 
@@ -105,3 +110,19 @@ def log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
     shifted = x.float() - torch.amax(x.float(), dim, keepdim=True)
     log_sum = torch.exp(shifted).sum(dim, keepdim=True).to(x.dtype).float().log().to(x.dtype).float()
     return (shifted - log_sum).to(x.dtype)
+
+
+def logsumexp(x: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
+    """`logsumexp` with eager's body's roundings of a float16/bfloat16 input (the module
+    doc); torch._decomp's otherwise."""
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    if x.dtype not in (torch.float16, torch.bfloat16) or x.numel() == 0 or not dims:
+        return compat.decomposition_table[aten.logsumexp.default](x, dim, keepdim)
+
+    def held(t: torch.Tensor) -> torch.Tensor:
+        return t.to(x.dtype).float()
+
+    maxes = torch.amax(x.float(), dims, keepdim=True)
+    maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
+    total = held(torch.sum(held(torch.exp(held(x.float() - maxes))), dims, keepdim))
+    return (held(torch.log(total)) + (maxes if keepdim else torch.squeeze(maxes, dims))).to(x.dtype)

@@ -165,6 +165,9 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                 "log_softmax as eager's cpu kernel over the last dim of a float16/bfloat16 input: the "
                                 "sum of exponentials and its log kept as the dtype (decomp/normalization.py); "
                                 "torch._decomp's elsewhere"),
+    aten.logsumexp.default: (normalization.logsumexp,
+                             "logsumexp of a float16/bfloat16 input with each step of eager's body rounded to the "
+                             "dtype, as its tensors hold them (decomp/normalization.py); torch._decomp's otherwise"),
     **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
             f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
        for op in layouts.ELEMENTWISE_BACKWARDS},
