@@ -283,52 +283,6 @@ def test_batch_norm_inference_is_eagers_on_cpu(device: str, dtype: torch.dtype) 
     assert xpu_lite.counters.fallback_nodes == 0
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
-def test_half_log_softmax_is_eagers(device: str, dtype: torch.dtype) -> None:
-    """log_softmax of a float16/bfloat16 input: on cpu, over the last dim, eager's kernel
-    keeps each row's sum of exponentials and its log as the dtype (decomp/normalization.py),
-    and so do the kernels: bitwise eager's, where torch._decomp's float32 throughout
-    differed in 72 of 448 float16 values of a (64, 7) input before 2026-11-27. Other dims,
-    and eager's cuda/xpu kernels, compute in float32 throughout: bitwise on cpu, within the
-    dtype's resolution elsewhere (exp and log are the device's)."""
-    def fn(x, y, z):
-        return x.log_softmax(-1), y.log_softmax(0), z.log_softmax(1), x.t().log_softmax(1)
-
-    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
-    torch.manual_seed(0)
-    for rows in (64, 9):
-        x, y, z = ((torch.randn(shape, device=device) * 3).to(dtype) for shape in ((rows, 7), (rows, 7), (4, rows, 5)))
-        got, want = compiled(x, y, z), fn(x, y, z)
-        if device == "cpu":
-            assert_bitwise(got, want)
-        else:
-            torch.testing.assert_close(got, want, rtol=8e-3, atol=8e-3)
-    assert xpu_lite.counters.fallback_nodes == 0
-
-
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
-def test_half_logsumexp_rounds_each_step_of_eagers_body(device: str, dtype: torch.dtype) -> None:
-    """logsumexp of a float16/bfloat16 input: eager's body is ops on the dtype's tensors,
-    each rounded ((x - max).exp(), its sum, the log, + max), on every device; the kernels
-    round the same steps (decomp/normalization.py). torch._decomp's kept them float32 and 7
-    of 64 float16 rows differed before 2026-11-27. Bitwise on cpu, with infinities and NaN;
-    elsewhere within the dtype's resolution (exp and log are the device's)."""
-    def fn(x, y):
-        return torch.logsumexp(x, 1), torch.logsumexp(x, 0, keepdim=True), torch.logsumexp(y, (0, 2))
-
-    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
-    torch.manual_seed(0)
-    for rows in (64, 9):
-        x, y = (torch.randn(rows, 7, device=device) * 3).to(dtype), (torch.randn(4, rows, 5, device=device) * 3).to(dtype)
-        x[0], x[1, 2], x[2, 3] = float("-inf"), float("inf"), float("nan")
-        got, want = compiled(x, y), fn(x, y)
-        if device == "cpu":  # the NaN's payload is eager's vectorized cast's (conftest.assert_bitwise)
-            assert_bitwise(got, want, nan_payloads=False)
-        else:
-            torch.testing.assert_close(got, want, rtol=8e-3, atol=8e-3, equal_nan=True)
-    assert xpu_lite.counters.fallback_nodes == 0
-
-
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 @pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
 def test_group_norm_training_is_kernels_with_symbolic_sizes(device: str, affine: bool, layout: torch.memory_format) -> None:

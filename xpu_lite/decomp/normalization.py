@@ -6,18 +6,6 @@ into a scale and a shift per channel in float32, `alpha = w * rsqrt(var + eps)` 
 torch._decomp's `(x - mean) * (1 / sqrt(var + eps)) * w + b` differed from eager's in 1886
 of 4096 float32 values; this is bitwise eager's for contiguous and channels-last inputs.
 
-log_softmax over the last dim of a float16/bfloat16 input on cpu (log_softmax): eager's
-lastdim kernel keeps each row's sum of exponentials and its log as the dtype, then
-computes `(x - max) - log_sum` in float32. torch._decomp's keeps both in float32, and 72 of
-448 float16 values of a (64, 7) input differed from eager's; this is bitwise eager's there.
-Eager's other dims, its backward and other devices compute in float32 throughout, as
-torch._decomp's does.
-
-logsumexp of a float16/bfloat16 input (logsumexp): eager's body is a chain of ops on the
-dtype's tensors, `(x - max).exp()`, their sum, its log, plus max, each rounded to the dtype
-on every device (ReduceOps.cpp logsumexp_out_impl); torch._decomp's same steps, fused, kept
-float32 between them (7 of 64 float16 rows differed). This rounds each step.
-
 group_norm's backward: in float32 for float16 and bfloat16 inputs, rounded once, and with
 1 / (HxW * channels per group) a float32 0-dim tensor where the sizes are symbolic.
 
@@ -100,29 +88,3 @@ def batch_norm_inference(input: torch.Tensor, weight: torch.Tensor | None, bias:
     empty = input.new_zeros((0,))  # eager's cpu kernel returns empty statistics in inference
     return output.to(input.dtype), empty, empty.clone()
 
-
-def log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
-    """`_log_softmax` as eager's cpu kernel computes a float16/bfloat16 input over its last
-    dim (the module doc); torch._decomp's otherwise."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float16, torch.bfloat16) or half_to_float or x.numel() == 0 \
-            or dim % max(x.dim(), 1) != max(x.dim(), 1) - 1:
-        return compat.decomposition_table[aten._log_softmax.default](x, dim, half_to_float)
-    shifted = x.float() - torch.amax(x.float(), dim, keepdim=True)
-    log_sum = torch.exp(shifted).sum(dim, keepdim=True).to(x.dtype).float().log().to(x.dtype).float()
-    return (shifted - log_sum).to(x.dtype)
-
-
-def logsumexp(x: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
-    """`logsumexp` with eager's body's roundings of a float16/bfloat16 input (the module
-    doc); torch._decomp's otherwise."""
-    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
-    if x.dtype not in (torch.float16, torch.bfloat16) or x.numel() == 0 or not dims:
-        return compat.decomposition_table[aten.logsumexp.default](x, dim, keepdim)
-
-    def held(t: torch.Tensor) -> torch.Tensor:
-        return t.to(x.dtype).float()
-
-    maxes = torch.amax(x.float(), dims, keepdim=True)
-    maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
-    total = held(torch.sum(held(torch.exp(held(x.float() - maxes))), dims, keepdim))
-    return (held(torch.log(total)) + (maxes if keepdim else torch.squeeze(maxes, dims))).to(x.dtype)

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from . import grid_sample, layouts, normalization, scatters, search, upsample
+from . import grid_sample, half_steps, layouts, normalization, scatters, search, upsample
 
 aten = torch.ops.aten
 
@@ -161,13 +161,20 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
         "batch_norm's inference on cpu as eager's kernel: a float32 scale and shift per channel, rsqrt(var + eps) * w "
         "and fma(-mean, scale, b), then fma(x, scale, shift) (decomp/normalization.py); torch._decomp's elsewhere, its "
         "output in the input's suggested memory format"),
-    aten._log_softmax.default: (normalization.log_softmax,
-                                "log_softmax as eager's cpu kernel over the last dim of a float16/bfloat16 input: the "
-                                "sum of exponentials and its log kept as the dtype (decomp/normalization.py); "
-                                "torch._decomp's elsewhere"),
-    aten.logsumexp.default: (normalization.logsumexp,
-                             "logsumexp of a float16/bfloat16 input with each step of eager's body rounded to the "
-                             "dtype, as its tensors hold them (decomp/normalization.py); torch._decomp's otherwise"),
+    **{op: (decomposition, f"{op} of float16/bfloat16 with the steps eager's implementation rounds rounded to the "
+                           f"dtype, {where} (decomp/half_steps.py); torch._decomp's otherwise")
+       for op, decomposition, where in (
+           (aten.logsumexp.default, half_steps.logsumexp, "on every device"),
+           (aten.binary_cross_entropy_with_logits.default, half_steps.binary_cross_entropy_with_logits, "on every device"),
+           (aten.soft_margin_loss.default, half_steps.soft_margin_loss, "on every device"),
+           (aten.mse_loss.default, half_steps.mse_loss, "on every device"),
+           (aten.binary_cross_entropy.default, half_steps.binary_cross_entropy, "on every device"),
+           (aten._log_softmax.default, half_steps.log_softmax, "on cpu over the last dim"),
+           (aten.logit.default, half_steps.logit, "on cpu"),
+           (aten.smooth_l1_loss.default, half_steps.smooth_l1_loss, "on cpu in float16; its reduction of the "
+                                                                     "rounded loss on every device"),
+           (aten.huber_loss.default, half_steps.huber_loss, "on cpu in bfloat16; its reduction of the rounded loss "
+                                                             "on every device"))},
     **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
             f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
        for op in layouts.ELEMENTWISE_BACKWARDS},

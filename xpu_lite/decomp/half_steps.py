@@ -1,0 +1,178 @@
+"""Ops whose eager implementation rounds float16/bfloat16 steps inside one aten op, as
+eager computes them: each step this rounds is one that eager keeps in a tensor or a
+`scalar_t` of the dtype. policy.py lists them. Found by bitwise probes against eager on cpu
+(2026-11-27): torch._decomp's same steps, fused into one kernel, stay in float32 between
+them, and differed from eager in a quarter to a half of the float16 values.
+
+- On every device (an explicit composite of ops on the dtype's tensors, or a kernel whose
+  `scalar_t` arithmetic rounds each step on cpu and cuda alike):
+  - logsumexp: `(x - max).exp()`, its sum, the log, + max (ReduceOps.cpp);
+  - binary_cross_entropy_with_logits: `(1 - t) * x - log_sigmoid(x)`, with
+    `(pos_weight - 1) * t + 1` and `* weight` (Loss.cpp);
+  - soft_margin_loss: `log1p(exp(-x * t))` (Loss.cpp);
+  - mse_loss: `d = x - t`, `d * d` (mse_kernel, mse_kernel_cuda);
+  - binary_cross_entropy: `(t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)`, then
+    `* weight` (binary_cross_entropy_out_cpu/_cuda).
+- On cpu only (cuda/xpu compute in float32, as torch._decomp's does):
+  - log_softmax over the last dim: each row's sum of exponentials and its log kept as the
+    dtype, then `(x - max) - log_sum` (_vec_log_softmax_lastdim);
+  - logit: eps and `1 - eps` in the dtype, `z / (1 - z)` and its log rounded;
+  - smooth_l1_loss in float16 and huber_loss in bfloat16: `|x - t|` and each step after
+    it. Their other dtype, and cuda/xpu, compute in float32, rounded once, as
+    torch._decomp's.
+
+Each loss's reduction is the mean or sum of the dtype's loss tensor, as eager's
+apply_loss_reduction: of its values rounded to the dtype (torch._decomp's fused them
+unrounded into the mean). Mixed dtypes, float32 and backward graphs keep torch._decomp's.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import torch
+
+from .. import _torch_compat as compat
+
+aten = torch.ops.aten
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _half(*tensors: Any) -> torch.dtype | None:
+    """The float16/bfloat16 dtype that all the given tensors (None skipped) share, else None."""
+    dtypes = {t.dtype for t in tensors if t is not None}
+    return next(iter(dtypes)) if len(dtypes) == 1 and dtypes <= set(_HALF) else None
+
+
+def _held(dtype: torch.dtype) -> Any:
+    """A float32 value as a `dtype` tensor holds it (a kernel rounds at the explicit cast)."""
+    return lambda t: t.to(dtype).float()
+
+
+def _reduced(loss: torch.Tensor, reduction: int) -> torch.Tensor:
+    """apply_loss_reduction (0 none, 1 mean, 2 sum) of the dtype's loss tensor: its values
+    as the tensor holds them (`.float()` rounds a fused value), summed in float32."""
+    if reduction == 0:
+        return loss
+    values = loss.float()
+    return (values.mean() if reduction == 1 else values.sum()).to(loss.dtype)
+
+
+def _torch(op: torch._ops.OpOverload, *args: Any) -> Any:
+    return compat.decomposition_table[op](*args)
+
+
+def log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
+    if x.device.type != "cpu" or _half(x) is None or half_to_float or x.numel() == 0 \
+            or dim % max(x.dim(), 1) != max(x.dim(), 1) - 1:
+        return _torch(aten._log_softmax.default, x, dim, half_to_float)
+    x = x.contiguous()  # as eager's result, and torch._decomp's
+    shifted = x.float() - torch.amax(x.float(), dim, keepdim=True)
+    held = _held(x.dtype)
+    return (shifted - held(held(torch.exp(shifted).sum(dim, keepdim=True)).log())).to(x.dtype)
+
+
+def logsumexp(x: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    if _half(x) is None or x.numel() == 0 or not dims:
+        return _torch(aten.logsumexp.default, x, dim, keepdim)
+    held = _held(x.dtype)
+    maxes = torch.amax(x.float(), dims, keepdim=True)
+    maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
+    total = held(torch.sum(held(torch.exp(held(x.float() - maxes))), dims, keepdim))
+    return (held(torch.log(total)) + (maxes if keepdim else torch.squeeze(maxes, dims))).to(x.dtype)
+
+
+def binary_cross_entropy_with_logits(x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+                                     pos_weight: torch.Tensor | None = None, reduction: int = 1) -> torch.Tensor:
+    dtype = _half(x, target, weight, pos_weight)
+    if dtype is None:
+        return _torch(aten.binary_cross_entropy_with_logits.default, x, target, weight, pos_weight, reduction)
+    held, t = _held(dtype), target.float()
+    log_sigmoid = held(torch.nn.functional.logsigmoid(x.float()))
+    if pos_weight is not None:
+        log_sigmoid = held(log_sigmoid * held(held(held(pos_weight.float() - 1) * t) + 1))
+    loss = held(held(held(1 - t) * x.float()) - log_sigmoid)
+    if weight is not None:
+        loss = held(loss * weight.float())
+    return _reduced(loss.to(dtype), reduction)
+
+
+def soft_margin_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    dtype = _half(x, target)
+    if dtype is None:
+        return _torch(aten.soft_margin_loss.default, x, target, reduction)
+    held = _held(dtype)
+    return _reduced(torch.log1p(held(torch.exp(held(-x.float() * target.float())))).to(dtype), reduction)
+
+
+def mse_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    dtype = _half(x, target)
+    if dtype is None:
+        return _torch(aten.mse_loss.default, x, target, reduction)
+    difference = _held(dtype)(x.float() - target.float())
+    return _reduced((difference * difference).to(dtype), reduction)
+
+
+def binary_cross_entropy(x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+                         reduction: int = 1) -> torch.Tensor:
+    dtype = _half(x, target, weight)
+    if dtype is None:
+        return _torch(aten.binary_cross_entropy.default, x, target, weight, reduction)
+    held, p, t = _held(dtype), x.float(), target.float()
+    log_p, log_q = (torch.clamp_min(held(f(v)), -100) for f, v in ((torch.log, p), (torch.log1p, -p)))
+    loss = held(held(held(t - 1) * log_q) - held(t * log_p))
+    if weight is not None:
+        loss = held(loss * weight.float())
+    return _reduced(loss.to(dtype), reduction)
+
+
+def logit(x: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    if x.device.type != "cpu" or _half(x) is None:
+        return _torch(aten.logit.default, x, eps)
+    held, z = _held(x.dtype), x.float()
+    if eps is not None and eps >= 0:
+        low = _value(eps, x.dtype)
+        z = torch.clamp(z, low, _value(1 - low, x.dtype))
+    return torch.log(held(z / held(1 - z))).to(x.dtype)
+
+
+def smooth_l1_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0) -> torch.Tensor:
+    dtype = _half(x, target)
+    if dtype is None:
+        return _torch(aten.smooth_l1_loss.default, x, target, reduction, beta)
+    if x.device.type != "cpu" or dtype is not torch.float16:  # float32, rounded once
+        return _reduced(_torch(aten.smooth_l1_loss.default, x, target, 0, beta), reduction)
+    held = _held(dtype)
+    z, b = held((x.float() - target.float()).abs()), _value(beta, dtype)
+    loss = torch.where(z < b, held(held(held(0.5 * z) * z) / b), z - _value(0.5 * b, dtype))
+    return _reduced(loss.to(dtype), reduction)
+
+
+def huber_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta: float = 1.0) -> torch.Tensor:
+    dtype = _half(x, target)
+    if dtype is None:
+        return _torch(aten.huber_loss.default, x, target, reduction, delta)
+    if x.device.type != "cpu" or dtype is not torch.bfloat16:  # float32, rounded once
+        return _reduced(_torch(aten.huber_loss.default, x, target, 0, delta), reduction)
+    held = _held(dtype)
+    z, d = held((x.float() - target.float()).abs()), _value(delta, dtype)
+    loss = torch.where(z < d, held(held(0.5 * z) * z), d * held(z - _value(0.5 * d, dtype)))
+    return _reduced(loss.to(dtype), reduction)
+
+
+def _value(number: float, dtype: torch.dtype) -> float:
+    """A Python float as a float16/bfloat16 scalar holds it: through float32, as eager's
+    `scalar_t beta_val(beta)` converts a double, to nearest even. Plain Python: this runs
+    while tracing, where a tensor would be a traced op."""
+    try:
+        single = struct.unpack("f", struct.pack("f", number))[0]
+        if dtype is torch.float16:
+            return struct.unpack("e", struct.pack("e", single))[0]
+    except OverflowError:
+        return math.copysign(math.inf, number)
+    bits = struct.unpack("I", struct.pack("f", single))[0]
+    if math.isfinite(single):
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]
