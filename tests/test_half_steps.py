@@ -87,3 +87,17 @@ def test_log_softmax_and_logsumexp_round_as_eager(device: str, dtype: torch.dtyp
         z = (torch.randn(4, rows, 5, device=device) * 3).to(dtype)
         y[0], y[1, 2], y[2, 3] = float("-inf"), float("inf"), float("nan")
         _compare(fn, x, y, z, nan_payloads=False)
+
+
+@HALF
+def test_softshrink_compares_in_float32_on_cpu(device: str, dtype: torch.dtype) -> None:
+    """softshrink on cpu compares |x| with lambd in float32: float16's 0.3 is 0.30004883,
+    above 0.3, so its softshrink is 4.9e-5, which the comparison of the graph (lambd
+    converted to the dtype, as eager's comparison ops do) made 0 before 2026-11-27.
+    cuda/xpu read lambd in the dtype. Zeros compare equal whatever their sign: eager's own
+    cpu paths disagree there (its scalar loop gives `x * 0`, -0.0 below 0, and its
+    vectorized body +0.0), and the kernel gives `x * 0`, as torch._decomp's."""
+    def fn(x):
+        return F.softshrink(x, 0.3), F.softshrink(x, 0.7), F.softshrink(x, 0.0)
+
+    _compare(fn, torch.linspace(-2, 2, 4001, device=device).to(dtype))

@@ -20,6 +20,10 @@ them, and differed from eager in a quarter to a half of the float16 values.
   - smooth_l1_loss in float16 and huber_loss in bfloat16: `|x - t|` and each step after
     it. Their other dtype, and cuda/xpu, compute in float32, rounded once, as
     torch._decomp's.
+  - softshrink compares `|x|` with lambd in float32, where torch._decomp's comparison
+    converts lambd to the dtype, as eager's comparison ops do: float16's 0.3 is
+    0.30004883, so softshrink(0.30004883, 0.3) was 0 instead of eager's 4.9e-5 (cuda/xpu
+    read lambd in the dtype, as torch._decomp's).
 
 Each loss's reduction is the mean or sum of the dtype's loss tensor, as eager's
 apply_loss_reduction: of its values rounded to the dtype (torch._decomp's fused them
@@ -160,6 +164,14 @@ def huber_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta:
     z, d = held((x.float() - target.float()).abs()), _value(delta, dtype)
     loss = torch.where(z < d, held(held(0.5 * z) * z), d * held(z - _value(0.5 * d, dtype)))
     return _reduced(loss.to(dtype), reduction)
+
+
+def softshrink(x: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
+    if x.device.type != "cpu" or _half(x) is None:
+        return _torch(aten.softshrink.default, x, lambd)
+    value = x.float()
+    shrunk = torch.where(value > lambd, value - lambd, torch.where(value < -lambd, value + lambd, value * 0))
+    return shrunk.to(x.dtype)
 
 
 def _value(number: float, dtype: torch.dtype) -> float:

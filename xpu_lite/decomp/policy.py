@@ -174,7 +174,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
            (aten.smooth_l1_loss.default, half_steps.smooth_l1_loss, "on cpu in float16; its reduction of the "
                                                                      "rounded loss on every device"),
            (aten.huber_loss.default, half_steps.huber_loss, "on cpu in bfloat16; its reduction of the rounded loss "
-                                                             "on every device"))},
+                                                             "on every device"),
+           (aten.softshrink.default, half_steps.softshrink, "on cpu (|x| compared with lambd in float32)"))},
     **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
             f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
        for op in layouts.ELEMENTWISE_BACKWARDS},
