@@ -730,15 +730,24 @@ def _elementwise_backwards(x, w, b, mean, var):
             torch.ops.aten.logit_backward(g, x.sigmoid(), 1e-3))
 
 
-@pytest.mark.parametrize("fn", [_bn_training, _bn_eval, _bn_no_stats, _dropout_backward, _elementwise_backwards],
-                         ids=lambda fn: fn.__name__.strip("_"))
+def _loss_backwards(x, w, b, mean, var):
+    g, t = torch.ones(x.shape, device=x.device) * 0.5, torch.ones(x.shape, device=x.device) * 0.25
+    p = x.sigmoid()
+    return (torch.ops.aten.mse_loss_backward(g, x, t, 0), torch.ops.aten.smooth_l1_loss_backward(g, x, t, 0, 1.0),
+            torch.ops.aten.huber_loss_backward(g, x, t, 0, 1.0), torch.ops.aten.binary_cross_entropy_backward(g, p, t, None, 0))
+
+
+@pytest.mark.parametrize("fn", [_bn_training, _bn_eval, _bn_no_stats, _dropout_backward, _elementwise_backwards,
+                                _loss_backwards], ids=lambda fn: fn.__name__.strip("_"))
 @pytest.mark.parametrize("layout", ["reversed", "channels_last"])
 def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
     """Where torch._decomp lays a result out otherwise than eager's kernel (found by
     tools/opinfo_sweep.py --layout permuted): batch_norm's output in the input's suggested
     memory format, native_dropout_backward on cpu as its inputs, hardswish/hardtanh/logit
-    backward as TensorIterator over (grad_output, self). Strides eager's, values within
-    float32 rounding; a channels-last input needs no copy."""
+    backward as TensorIterator over (grad_output, self), the gradients of mse_loss,
+    smooth_l1_loss and huber_loss contiguous and binary_cross_entropy's as its input (since
+    2026-11-27). Strides eager's, values within float32 rounding; a channels-last input
+    needs no copy."""
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:
         for n in (4, 6):  # sizes (2, 3, n, n + 1): no two alike (duck sizing would specialize)

@@ -101,3 +101,28 @@ def test_softshrink_compares_in_float32_on_cpu(device: str, dtype: torch.dtype) 
         return F.softshrink(x, 0.3), F.softshrink(x, 0.7), F.softshrink(x, 0.0)
 
     _compare(fn, torch.linspace(-2, 2, 4001, device=device).to(dtype))
+
+
+@HALF
+def test_loss_gradients_round_the_steps_eager_rounds(device: str, dtype: torch.dtype) -> None:
+    """The backward kernels of mse_loss, binary_cross_entropy and soft_margin_loss (every
+    device) and, on cpu, of logit and of huber_loss in bfloat16 round each step (huber_loss's
+    float16 gradient is another order, not matched: float32 throughout), their
+    `2 / numel` or `1 / numel` in the dtype: a float32 0-dim tensor under dynamic shapes,
+    so two sizes run one graph with no eager call (no float64 host math). Rows of 64 and
+    128: eager's vectorized body, which huber_loss's bfloat16 gradient follows (its scalar
+    loop, which computes the last elements of a row of other lengths, reads delta unrounded)."""
+    aten = torch.ops.aten
+
+    def fn(x, p, t, w, g, reduction):
+        grad = g if reduction == 0 else g[0, 0]
+        huber = (aten.huber_loss_backward(grad, x, t, reduction, 0.7),) if x.dtype is torch.bfloat16 else ()
+        return (aten.mse_loss_backward(grad, x, t, reduction), aten.binary_cross_entropy_backward(grad, p, t, w, reduction),
+                aten.soft_margin_loss_backward(grad, x, t, reduction), aten.logit_backward(g, p, 1e-3),
+                aten.logit_backward(g, p), *huber)
+
+    for columns in (64, 128):
+        x, p, t, w, _ = _inputs(device, dtype, columns)
+        for reduction in REDUCTIONS:
+            _compare(fn, x, p, t, w, torch.randn_like(x), ("none", "mean", "sum").index(reduction))
+    assert xpu_lite.counters.forward_graphs == 3  # one per reduction, for both sizes

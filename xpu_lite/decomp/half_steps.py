@@ -25,9 +25,13 @@ them, and differed from eager in a quarter to a half of the float16 values.
     0.30004883, so softshrink(0.30004883, 0.3) was 0 instead of eager's 4.9e-5 (cuda/xpu
     read lambd in the dtype, as torch._decomp's).
 
+The backward kernels of mse_loss, binary_cross_entropy and soft_margin_loss (every
+device), and of logit and huber_loss in bfloat16 (cpu), round their steps too, their
+`2 / numel` or `1 / numel` in the dtype.
+
 Each loss's reduction is the mean or sum of the dtype's loss tensor, as eager's
 apply_loss_reduction: of its values rounded to the dtype (torch._decomp's fused them
-unrounded into the mean). Mixed dtypes, float32 and backward graphs keep torch._decomp's.
+unrounded into the mean). Mixed dtypes, float32 and the other backward ops keep torch._decomp's.
 """
 from __future__ import annotations
 
@@ -172,6 +176,78 @@ def softshrink(x: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
     value = x.float()
     shrunk = torch.where(value > lambd, value - lambd, torch.where(value < -lambd, value + lambd, value * 0))
     return shrunk.to(x.dtype)
+
+
+def mse_loss_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, reduction: int) -> torch.Tensor:
+    """`norm * (x - t) * grad`, norm (2 / numel for the mean, else 2) in the dtype."""
+    dtype = _half(grad, x, target)
+    if dtype is None:
+        return _torch(aten.mse_loss_backward.default, grad, x, target, reduction)
+    held = _held(dtype)
+    norm = held(_size_ratio(2, x.numel() if reduction == 1 else 1, x.device))
+    return held(held(norm * held(x.float() - target.float())) * grad.float()).to(dtype)
+
+
+def binary_cross_entropy_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor,
+                                  weight: torch.Tensor | None = None, reduction: int = 1) -> torch.Tensor:
+    """`grad * (x - t) / max((1 - x) * x, 1e-12)`, then `* weight` and `/ numel` for the mean."""
+    dtype = _half(grad, x, target, weight)
+    if dtype is None:
+        return _torch(aten.binary_cross_entropy_backward.default, grad, x, target, weight, reduction)
+    held, p = _held(dtype), x.float()
+    result = held(held(grad.float() * held(p - target.float())) / torch.clamp_min(held(held(1 - p) * p), _value(1e-12, dtype)))
+    if weight is not None:
+        result = held(result * weight.float())
+    if reduction == 1:
+        result = held(result / x.numel())
+    return result.to(dtype)
+
+
+def soft_margin_loss_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, reduction: int) -> torch.Tensor:
+    """Eager's composite: z = exp(-t * x), `t * z * -norm / (1 + z) * grad`, -norm (-1 /
+    numel for the mean, else -1) in the dtype."""
+    dtype = _half(grad, x, target)
+    if dtype is None:
+        return _torch(aten.soft_margin_loss_backward.default, grad, x, target, reduction)
+    held, t = _held(dtype), target.float()
+    z = held(torch.exp(held(-t * x.float())))
+    norm = held(_size_ratio(-1, x.numel() if reduction == 1 else 1, x.device))
+    return held(held(held(held(t * z) * norm) / held(1 + z)) * grad.float()).to(dtype)
+
+
+def logit_backward(grad: torch.Tensor, x: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    """On cpu, `grad / (x * (1 - x))` with eps and `1 - eps` in the dtype (bfloat16's
+    `1 - 0.001` is 1.0: the gradient at 1.0 is inf, not 0)."""
+    if x.device.type != "cpu" or _half(grad, x) is None:
+        return _torch(aten.logit_backward.default, grad, x, eps)
+    held, z = _held(x.dtype), x.float()
+    slope = held(grad.float() / held(z * held(1 - z)))
+    if eps is None or eps < 0:
+        return torch.where((z < 0) | (z > 1), float("nan"), slope).to(x.dtype)
+    low = _value(eps, x.dtype)
+    return torch.where((z < low) | (z > _value(1 - low, x.dtype)), 0.0, slope).to(x.dtype)
+
+
+def huber_loss_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, reduction: int,
+                        delta: float) -> torch.Tensor:
+    """On cpu in bfloat16: `norm * grad * delta` (negated below -delta) or `norm * d * grad`,
+    d = x - t, each step rounded, norm (1 / numel for the mean, else 1) and delta in the dtype."""
+    if x.device.type != "cpu" or _half(grad, x, target) is not torch.bfloat16:
+        return _torch(aten.huber_loss_backward.default, grad, x, target, reduction, delta)
+    held, d = _held(torch.bfloat16), _value(delta, torch.bfloat16)
+    norm, g = held(_size_ratio(1, x.numel() if reduction == 1 else 1, x.device)), grad.float()
+    difference = held(x.float() - target.float())
+    outside = held(held(norm * g) * d)
+    result = torch.where(difference <= -d, held(held(-norm * g) * d),
+                         torch.where(difference >= d, outside, held(held(norm * difference) * g)))
+    return result.to(torch.bfloat16)
+
+
+def _size_ratio(numerator: float, count: Any, device: torch.device) -> torch.Tensor:
+    """numerator / count as a float32 0-dim tensor: eager's double, through float32; a
+    tensor, not a Python float, where count is symbolic (a SymFloat would become float64
+    host ops: normalization.py)."""
+    return torch.scalar_tensor(numerator, dtype=torch.float32, device=device) / count
 
 
 def _value(number: float, dtype: torch.dtype) -> float:

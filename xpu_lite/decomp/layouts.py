@@ -14,6 +14,10 @@ and only where the layouts differ (a permuted input: dims reversed in memory, fo
   are TensorIterator's over (grad_output, self), laid out as grad_output where the two
   differ; torch._decomp's `where(<condition on self>, ...)` is laid out as self.
 - baddbmm: eager's result is contiguous; torch._decomp's `self + bmm` takes self's layout.
+- the gradients of mse_loss, smooth_l1_loss and huber_loss: eager allocates them contiguous
+  (`zeros_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT)`); binary_cross_entropy's as
+  `empty_like(input)`, the input's layout. torch._decomp's elementwise steps took another
+  one for a permuted input (until 2026-11-27).
 """
 from __future__ import annotations
 
@@ -45,14 +49,26 @@ def as_tensor_iterator(decomposition: Callable[..., Any], inputs: int = 2) -> Ca
     """`decomposition` with its result laid out as TensorIterator lays out an elementwise
     result of its first `inputs` arguments (a copy only where the layouts differ)."""
     def laid_out(*args: Any, **kwargs: Any) -> Any:
-        result = decomposition(*args, **kwargs)
-        want = compat.elementwise_output_perm(*args[:inputs])
-        if compat.elementwise_output_perm(result) == want:
-            return result
-        inverse = sorted(range(len(want)), key=want.__getitem__)
-        return result.permute(want).clone(memory_format=torch.contiguous_format).permute(inverse)
+        return _permuted(decomposition(*args, **kwargs), compat.elementwise_output_perm(*args[:inputs]))
 
     return laid_out
+
+
+def like_input(decomposition: Callable[..., Any], position: int) -> Callable[..., Any]:
+    """`decomposition` with its result laid out as `empty_like(args[position])`: the
+    argument's own dense layout (a copy only where the layouts differ)."""
+    def laid_out(*args: Any, **kwargs: Any) -> Any:
+        return _permuted(decomposition(*args, **kwargs), compat.elementwise_output_perm(args[position]))
+
+    return laid_out
+
+
+def _permuted(result: torch.Tensor, want: Any) -> torch.Tensor:
+    """`result` with its dims in memory in the order `want` (outermost first)."""
+    if compat.elementwise_output_perm(result) == want:
+        return result
+    inverse = sorted(range(len(want)), key=want.__getitem__)
+    return result.permute(want).clone(memory_format=torch.contiguous_format).permute(inverse)
 
 
 def contiguous(decomposition: Callable[..., Any]) -> Callable[..., Any]:

@@ -175,10 +175,28 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                                                      "rounded loss on every device"),
            (aten.huber_loss.default, half_steps.huber_loss, "on cpu in bfloat16; its reduction of the rounded loss "
                                                              "on every device"),
-           (aten.softshrink.default, half_steps.softshrink, "on cpu (|x| compared with lambd in float32)"))},
+           (aten.softshrink.default, half_steps.softshrink, "on cpu (|x| compared with lambd in float32)"),
+           (aten.soft_margin_loss_backward.default, half_steps.soft_margin_loss_backward, "on every device"))},
+    # the gradients of losses, laid out as eager allocates them (decomp/layouts.py)
+    aten.mse_loss_backward.default: (layouts.contiguous(half_steps.mse_loss_backward),
+                                     "mse_loss_backward of float16/bfloat16 with eager's steps rounded to the dtype on "
+                                     "every device (decomp/half_steps.py), torch._decomp's otherwise; contiguous, as eager's"),
+    aten.huber_loss_backward.default: (layouts.contiguous(half_steps.huber_loss_backward),
+                                       "huber_loss_backward with eager's steps rounded to bfloat16 on cpu "
+                                       "(decomp/half_steps.py), torch._decomp's otherwise; contiguous, as eager's"),
+    aten.smooth_l1_loss_backward.default: (layouts.contiguous(compat.decomposition_table[aten.smooth_l1_loss_backward.default]),
+                                           "torch._decomp's smooth_l1_loss_backward, contiguous, as eager's"),
+    aten.binary_cross_entropy_backward.default: (
+        layouts.like_input(half_steps.binary_cross_entropy_backward, 1),
+        "binary_cross_entropy_backward of float16/bfloat16 with eager's steps rounded to the dtype on every device "
+        "(decomp/half_steps.py), torch._decomp's otherwise; laid out as its input, as eager's"),
+    aten.logit_backward.default: (layouts.as_tensor_iterator(half_steps.logit_backward),
+                                  "logit_backward of float16/bfloat16 on cpu with eps, 1 - eps and each step in the dtype "
+                                  "(decomp/half_steps.py); torch._decomp's otherwise, laid out as eager's elementwise "
+                                  "kernel over (grad_output, self)"),
     **{op: (layouts.as_tensor_iterator(compat.decomposition_table[op]),
             f"torch._decomp's {op}, laid out as eager's elementwise kernel over (grad_output, self)")
-       for op in layouts.ELEMENTWISE_BACKWARDS},
+       for op in layouts.ELEMENTWISE_BACKWARDS if op is not aten.logit_backward.default},
     aten.native_dropout_backward.default: (layouts.native_dropout_backward,
                                            "native_dropout_backward as eager's cpu kernel, grad * mask * scale, laid "
                                            "out as its inputs (torch._decomp's, as eager's cuda kernel, elsewhere)"),
