@@ -147,27 +147,28 @@ def logit(x: torch.Tensor, eps: float | None = None) -> torch.Tensor:
 
 
 def smooth_l1_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0) -> torch.Tensor:
-    dtype = _half(x, target)
-    if dtype is None:
-        return _torch(aten.smooth_l1_loss.default, x, target, reduction, beta)
-    if x.device.type != "cpu" or dtype is not torch.float16:  # float32, rounded once
-        return _reduced(_torch(aten.smooth_l1_loss.default, x, target, 0, beta), reduction)
-    held = _held(dtype)
-    z, b = held((x.float() - target.float()).abs()), _value(beta, dtype)
-    loss = torch.where(z < b, held(held(held(0.5 * z) * z) / b), z - _value(0.5 * b, dtype))
-    return _reduced(loss.to(dtype), reduction)
+    return _piecewise_loss(aten.smooth_l1_loss.default, x, target, reduction, beta, torch.float16, lambda z, b, held: (
+        torch.where(z < b, held(held(held(0.5 * z) * z) / b), z - _value(0.5 * b, torch.float16))))
 
 
 def huber_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta: float = 1.0) -> torch.Tensor:
+    return _piecewise_loss(aten.huber_loss.default, x, target, reduction, delta, torch.bfloat16, lambda z, d, held: (
+        torch.where(z < d, held(held(0.5 * z) * z), d * held(z - _value(0.5 * d, torch.bfloat16)))))
+
+
+def _piecewise_loss(op: torch._ops.OpOverload, x: torch.Tensor, target: torch.Tensor, reduction: int, parameter: float,
+                    stepped: torch.dtype, steps: Any) -> torch.Tensor:
+    """smooth_l1_loss's and huber_loss's: on cpu in the `stepped` dtype, `steps(z, p, held)`
+    of z = |x - t| and the parameter p, both in the dtype; elsewhere torch._decomp's
+    (float32, rounded once); either reduced as the dtype's loss tensor."""
     dtype = _half(x, target)
     if dtype is None:
-        return _torch(aten.huber_loss.default, x, target, reduction, delta)
-    if x.device.type != "cpu" or dtype is not torch.bfloat16:  # float32, rounded once
-        return _reduced(_torch(aten.huber_loss.default, x, target, 0, delta), reduction)
+        return _torch(op, x, target, reduction, parameter)
+    if x.device.type != "cpu" or dtype is not stepped:
+        return _reduced(_torch(op, x, target, 0, parameter), reduction)
     held = _held(dtype)
-    z, d = held((x.float() - target.float()).abs()), _value(delta, dtype)
-    loss = torch.where(z < d, held(held(0.5 * z) * z), d * held(z - _value(0.5 * d, dtype)))
-    return _reduced(loss.to(dtype), reduction)
+    z = held((x.float() - target.float()).abs())
+    return _reduced(steps(z, _value(parameter, dtype), held).to(dtype), reduction)
 
 
 def softshrink(x: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:

@@ -27,7 +27,6 @@ import numpy as np
 import torch
 import torch.fx
 
-from . import ir
 from .operands import Ref, _arg, _in_dtype, on_cpu, operand, scalar_dtype, steps
 from .pointwise import FLOATS, READABLE, WRAPPING, _out_cdt, _reg, checker
 
