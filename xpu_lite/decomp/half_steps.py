@@ -18,8 +18,8 @@ them, and differed from eager in a quarter to a half of the float16 values.
     dtype, then `(x - max) - log_sum` (_vec_log_softmax_lastdim);
   - logit: eps and `1 - eps` in the dtype, `z / (1 - z)` and its log rounded;
   - smooth_l1_loss in float16 and huber_loss in bfloat16: `|x - t|` and each step after
-    it. Their other dtype, and cuda/xpu, compute in float32, rounded once, as
-    torch._decomp's.
+    it (their other dtype, and cuda/xpu, compute in float32, rounded once, as
+    torch._decomp's);
   - softshrink compares `|x|` with lambd in float32, where torch._decomp's comparison
     converts lambd to the dtype, as eager's comparison ops do: float16's 0.3 is
     0.30004883, so softshrink(0.30004883, 0.3) was 0 instead of eager's 4.9e-5 (cuda/xpu
