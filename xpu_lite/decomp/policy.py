@@ -161,8 +161,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
         "batch_norm's inference on cpu as eager's kernel: a float32 scale and shift per channel, rsqrt(var + eps) * w "
         "and fma(-mean, scale, b), then fma(x, scale, shift) (decomp/normalization.py); torch._decomp's elsewhere, its "
         "output in the input's suggested memory format"),
-    **{op: (decomposition, f"{op} of float16/bfloat16 with the steps eager's implementation rounds rounded to the "
-                           f"dtype, {where} (decomp/half_steps.py); torch._decomp's otherwise")
+    **{op: (decomposition, f"{op} of float16/bfloat16 rounding to the dtype each step that eager's implementation "
+                           f"rounds, {where} (decomp/half_steps.py); torch._decomp's otherwise")
        for op, decomposition, where in (
            (aten.logsumexp.default, half_steps.logsumexp, "on every device"),
            (aten.binary_cross_entropy_with_logits.default, half_steps.binary_cross_entropy_with_logits, "on every device"),
