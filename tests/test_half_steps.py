@@ -126,3 +126,27 @@ def test_loss_gradients_round_the_steps_eager_rounds(device: str, dtype: torch.d
         for reduction in REDUCTIONS:
             _compare(fn, x, p, t, w, torch.randn_like(x), ("none", "mean", "sum").index(reduction))
     assert xpu_lite.counters.forward_graphs == 3  # one per reduction, for both sizes
+
+
+def test_held_value_is_torchs_conversion() -> None:
+    """xpu_lite.held_values.held_value, plain Python (it runs while tracing and while
+    lowering), gives what a float16/bfloat16 tensor made from a float32 holds, infinities,
+    NaN, signed zeros, subnormals and overflow to inf included, and an int32 wrapped to
+    uint8/int8/int16."""
+    import math
+    import random
+
+    from xpu_lite.held_values import held_value
+
+    rng = random.Random(0)
+    values = [0.1, 1e-3, 1 / 3, 65504.0, 65520.0, 70000.0, 3.4e38, 1e39, -2.5, math.nan, math.inf, -math.inf,
+              1e-40, 5e-45, 0.0, -0.0] + [rng.uniform(-1e5, 1e5) * 10.0 ** rng.randint(-30, 30) for _ in range(5000)]
+    for dtype in (torch.float16, torch.bfloat16):
+        for value in values:
+            single = torch.tensor(value, dtype=torch.float64).float()  # a double to float32, as C converts it
+            want, got = single.to(dtype).item(), held_value(value, dtype)
+            assert (math.isnan(want) and math.isnan(got)) or (want == got and math.copysign(1, want) == math.copysign(1, got)), \
+                (value, dtype, want, got)
+    for dtype in (torch.uint8, torch.int8, torch.int16):
+        for value in list(range(-70000, 70000, 7)) + [2**31 - 1, -2**31]:
+            assert held_value(value, dtype) == torch.tensor(value, dtype=torch.int32).to(dtype).item(), (value, dtype)

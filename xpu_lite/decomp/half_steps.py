@@ -35,13 +35,12 @@ unrounded into the mean). Mixed dtypes, float32 and the other backward ops keep 
 """
 from __future__ import annotations
 
-import math
-import struct
 from typing import Any
 
 import torch
 
 from .. import _torch_compat as compat
+from ..held_values import held_value
 
 aten = torch.ops.aten
 _HALF = (torch.float16, torch.bfloat16)
@@ -141,19 +140,19 @@ def logit(x: torch.Tensor, eps: float | None = None) -> torch.Tensor:
         return _torch(aten.logit.default, x, eps)
     held, z = _held(x.dtype), x.float()
     if eps is not None and eps >= 0:
-        low = _value(eps, x.dtype)
-        z = torch.clamp(z, low, _value(1 - low, x.dtype))
+        low = held_value(eps, x.dtype)
+        z = torch.clamp(z, low, held_value(1 - low, x.dtype))
     return torch.log(held(z / held(1 - z))).to(x.dtype)
 
 
 def smooth_l1_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0) -> torch.Tensor:
     return _piecewise_loss(aten.smooth_l1_loss.default, x, target, reduction, beta, torch.float16, lambda z, b, held: (
-        torch.where(z < b, held(held(held(0.5 * z) * z) / b), z - _value(0.5 * b, torch.float16))))
+        torch.where(z < b, held(held(held(0.5 * z) * z) / b), z - held_value(0.5 * b, torch.float16))))
 
 
 def huber_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, delta: float = 1.0) -> torch.Tensor:
     return _piecewise_loss(aten.huber_loss.default, x, target, reduction, delta, torch.bfloat16, lambda z, d, held: (
-        torch.where(z < d, held(held(0.5 * z) * z), d * held(z - _value(0.5 * d, torch.bfloat16)))))
+        torch.where(z < d, held(held(0.5 * z) * z), d * held(z - held_value(0.5 * d, torch.bfloat16)))))
 
 
 def _piecewise_loss(op: torch._ops.OpOverload, x: torch.Tensor, target: torch.Tensor, reduction: int, parameter: float,
@@ -168,7 +167,7 @@ def _piecewise_loss(op: torch._ops.OpOverload, x: torch.Tensor, target: torch.Te
         return _reduced(_torch(op, x, target, 0, parameter), reduction)
     held = _held(dtype)
     z = held((x.float() - target.float()).abs())
-    return _reduced(steps(z, _value(parameter, dtype), held).to(dtype), reduction)
+    return _reduced(steps(z, held_value(parameter, dtype), held).to(dtype), reduction)
 
 
 def softshrink(x: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
@@ -196,7 +195,7 @@ def binary_cross_entropy_backward(grad: torch.Tensor, x: torch.Tensor, target: t
     if dtype is None:
         return _torch(aten.binary_cross_entropy_backward.default, grad, x, target, weight, reduction)
     held, p = _held(dtype), x.float()
-    result = held(held(grad.float() * held(p - target.float())) / torch.clamp_min(held(held(1 - p) * p), _value(1e-12, dtype)))
+    result = held(held(grad.float() * held(p - target.float())) / torch.clamp_min(held(held(1 - p) * p), held_value(1e-12, dtype)))
     if weight is not None:
         result = held(result * weight.float())
     if reduction == 1:
@@ -225,8 +224,8 @@ def logit_backward(grad: torch.Tensor, x: torch.Tensor, eps: float | None = None
     slope = held(grad.float() / held(z * held(1 - z)))
     if eps is None or eps < 0:
         return torch.where((z < 0) | (z > 1), float("nan"), slope).to(x.dtype)
-    low = _value(eps, x.dtype)
-    return torch.where((z < low) | (z > _value(1 - low, x.dtype)), 0.0, slope).to(x.dtype)
+    low = held_value(eps, x.dtype)
+    return torch.where((z < low) | (z > held_value(1 - low, x.dtype)), 0.0, slope).to(x.dtype)
 
 
 def huber_loss_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, reduction: int,
@@ -235,7 +234,7 @@ def huber_loss_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tenso
     d = x - t, each step rounded, norm (1 / numel for the mean, else 1) and delta in the dtype."""
     if x.device.type != "cpu" or _half(grad, x, target) is not torch.bfloat16:
         return _torch(aten.huber_loss_backward.default, grad, x, target, reduction, delta)
-    held, d = _held(torch.bfloat16), _value(delta, torch.bfloat16)
+    held, d = _held(torch.bfloat16), held_value(delta, torch.bfloat16)
     norm, g = held(_size_ratio(1, x.numel() if reduction == 1 else 1, x.device)), grad.float()
     difference = held(x.float() - target.float())
     outside = held(held(norm * g) * d)
@@ -249,19 +248,3 @@ def _size_ratio(numerator: float, count: Any, device: torch.device) -> torch.Ten
     tensor, not a Python float, where count is symbolic (a SymFloat would become float64
     host ops: normalization.py)."""
     return torch.scalar_tensor(numerator, dtype=torch.float32, device=device) / count
-
-
-def _value(number: float, dtype: torch.dtype) -> float:
-    """A Python float as a float16/bfloat16 scalar holds it: through float32, as eager's
-    `scalar_t beta_val(beta)` converts a double, to nearest even. Plain Python: this runs
-    while tracing, where a tensor would be a traced op."""
-    try:
-        single = struct.unpack("f", struct.pack("f", number))[0]
-        if dtype is torch.float16:
-            return struct.unpack("e", struct.pack("e", single))[0]
-    except OverflowError:
-        return math.copysign(math.inf, number)
-    bits = struct.unpack("I", struct.pack("f", single))[0]
-    if math.isfinite(single):
-        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]

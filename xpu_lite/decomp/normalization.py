@@ -87,4 +87,3 @@ def batch_norm_inference(input: torch.Tensor, weight: torch.Tensor | None, bias:
     output = torch.ops.prims.fma(input.to(torch.float32), alpha.view(per_channel), beta.view(per_channel))
     empty = input.new_zeros((0,))  # eager's cpu kernel returns empty statistics in inference
     return output.to(input.dtype), empty, empty.clone()
-

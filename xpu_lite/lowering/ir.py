@@ -21,7 +21,7 @@ import dataclasses
 import sympy
 import torch
 
-from .._torch_compat import KERNEL_INDEX_FUNCS, real_tensors
+from .._torch_compat import KERNEL_INDEX_FUNCS
 
 XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
 RINDEX = sympy.Symbol("rindex", integer=True, nonnegative=True)
@@ -33,13 +33,6 @@ INDEX_SYMBOLS = frozenset({XINDEX, RINDEX, YINDEX, ZINDEX})
 class Ref(int):
     """A value index handed to a lowering rule, so that a Python int scalar operand is never
     mistaken for one."""
-
-
-def held_value(value: float | int, dtype: torch.dtype) -> float | int:
-    """A Python number as a `dtype` tensor holds it (through its compute dtype, as eager
-    converts a Python float through float32), read back: float16's 0.0999755859375 for 0.1."""
-    with real_tensors():  # called while compiling, under a fake tensor mode
-        return torch.tensor(value, dtype=compute_dtype(dtype)).to(dtype).item()
 
 
 def convert_scalar(value: float | int | bool, dtype: torch.dtype) -> float | int | bool:

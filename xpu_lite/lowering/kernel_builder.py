@@ -13,6 +13,7 @@ import torch
 import torch.fx
 
 from .._torch_compat import provably_equal, sym_expr
+from ..held_values import held_value
 from . import ir
 from .registry import LOWERINGS
 from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, same_elements_shape, sizes_of, slice_map, space_coords,
@@ -281,7 +282,7 @@ class KernelBuilder:
         if isinstance(current, ir.Load) and any(b.name == current.buffer and b.dtype == dtype for b in self.inputs.values()):
             return value
         if isinstance(current, ir.Constant):
-            return self.constant(ir.held_value(current.value, dtype), compute)
+            return self.constant(held_value(current.value, dtype), compute)
         return self._add(ir.Compute(op, (self.cast(value, compute, node),), compute, node.name))
 
     def compute(self, op: str, operands: tuple[int, ...], node: torch.fx.Node, dtype: torch.dtype = torch.float32) -> int:

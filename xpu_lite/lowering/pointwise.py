@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..held_values import held_value
 from . import ir
 from .operands import Ref, _arg, _in_dtype, operand, scalar_dtype, steps
 from .registry import LOWERINGS
@@ -341,7 +342,7 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     0 and 1 rules otherwise."""
     cdt, held = _out_cdt(node), scalar_dtype(node)
     if held is not None and not isinstance(exponent, Ref):  # eager's exponent in the dtype, before the exact forms
-        exponent = ir.held_value(float(exponent), held)
+        exponent = held_value(float(exponent), held)
     if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
         return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
     if not isinstance(exponent, Ref) and exponent in (3, -2) and isinstance(x, Ref):
