@@ -26,7 +26,7 @@ them, and differed from eager in a quarter to a half of the float16 values.
     read lambd in the dtype, as torch._decomp's).
 
 The backward kernels of mse_loss, binary_cross_entropy and soft_margin_loss (every
-device), and of logit and huber_loss in bfloat16 (cpu), round their steps too, their
+device), and of logit and huber_loss (cpu), round their steps too, their
 `2 / numel` or `1 / numel` in the dtype.
 
 Each loss's reduction is the mean or sum of the dtype's loss tensor, as eager's
@@ -230,17 +230,19 @@ def logit_backward(grad: torch.Tensor, x: torch.Tensor, eps: float | None = None
 
 def huber_loss_backward(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, reduction: int,
                         delta: float) -> torch.Tensor:
-    """On cpu in bfloat16: `norm * grad * delta` (negated below -delta) or `norm * d * grad`,
-    d = x - t, each step rounded, norm (1 / numel for the mean, else 1) and delta in the dtype."""
-    if x.device.type != "cpu" or _half(grad, x, target) is not torch.bfloat16:
+    """On cpu in float16/bfloat16, eager's vectorized body: `norm * c * grad`, c the
+    difference d = x - t clipped to [-delta, delta] (`delta` where d > 0 and |d| >= delta),
+    each step rounded, norm (1 / numel for the mean, else 1) and delta in the dtype. Eager's
+    scalar loop, which computes the elements past a row's last whole pair of vectors,
+    multiplies in another order (`norm * grad * delta`, delta unrounded): not matched."""
+    dtype = _half(grad, x, target)
+    if x.device.type != "cpu" or dtype is None:
         return _torch(aten.huber_loss_backward.default, grad, x, target, reduction, delta)
-    held, d = _held(torch.bfloat16), held_value(delta, torch.bfloat16)
-    norm, g = held(_size_ratio(1, x.numel() if reduction == 1 else 1, x.device)), grad.float()
+    held, d = _held(dtype), held_value(delta, dtype)
+    norm = held(_size_ratio(1, x.numel() if reduction == 1 else 1, x.device))
     difference = held(x.float() - target.float())
-    outside = held(held(norm * g) * d)
-    result = torch.where(difference <= -d, held(held(-norm * g) * d),
-                         torch.where(difference >= d, outside, held(held(norm * difference) * g)))
-    return result.to(torch.bfloat16)
+    clipped = torch.where(difference.abs() >= d, torch.where(difference > 0, d, -d), difference)
+    return held(held(norm * clipped) * grad.float()).to(dtype)
 
 
 def _size_ratio(numerator: float, count: Any, device: torch.device) -> torch.Tensor:

@@ -182,7 +182,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
                                      "mse_loss_backward of float16/bfloat16 with eager's steps rounded to the dtype on "
                                      "every device (decomp/half_steps.py), torch._decomp's otherwise; contiguous, as eager's"),
     aten.huber_loss_backward.default: (layouts.contiguous(half_steps.huber_loss_backward),
-                                       "huber_loss_backward with eager's steps rounded to bfloat16 on cpu "
+                                       "huber_loss_backward of float16/bfloat16 on cpu in the order of eager's vectorized body, "
+                                       "each step rounded to the dtype "
                                        "(decomp/half_steps.py), torch._decomp's otherwise; contiguous, as eager's"),
     aten.smooth_l1_loss_backward.default: (layouts.contiguous(compat.decomposition_table[aten.smooth_l1_loss_backward.default]),
                                            "torch._decomp's smooth_l1_loss_backward, contiguous, as eager's"),
