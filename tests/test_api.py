@@ -36,7 +36,7 @@ def test_explain_reports_every_node_with_a_reason() -> None:
     assert report.summary()["fallback: outside region"] >= 3
     assert report.summary()["kernel"] == 1  # the mul in the region
     (kernel_row,) = [row for row in graph.rows() if row[3] == "kernel"]
-    assert "in kernel_0 (1 nodes)" in kernel_row[4]
+    assert "in kernel_0 (1 node)" in kernel_row[4]
 
 
 def test_run_and_get_code_orders_forward_before_backward() -> None:

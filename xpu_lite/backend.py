@@ -144,16 +144,17 @@ def compile_kernels(
         kernels.update(loaded)
         sources.extend(variants.values())
         COUNTERS.kernels_compiled += 1
-        nodes = len(group.members) + len(group.inlined)
-        label = f"{kernel.name} ({nodes} nodes)"
+        count = len(group.members) + len(group.inlined)
+        nodes = f"{count} node" if count == 1 else f"{count} nodes"
+        label = f"{kernel.name} ({nodes})"
         if kernel.is_reduction:
             verb = "reduces" if any(isinstance(v, ir.Reduce) for v in kernel.values) else "scans"  # cumsum, cumprod only
-            label = f"{kernel.name} ({nodes} nodes; {reduction_strategy(kernel.rnumel, device_type, verb, kernel.ordered)})"
+            label = f"{kernel.name} ({nodes}; {reduction_strategy(kernel.rnumel, device_type, verb, kernel.ordered)})"
         elif group.into is not None:
             adds = next((ir.COMBINES[s.accumulate] for s in kernel.stores if s.accumulate), "stores")
             label = f"{kernel.name} ({adds} at loaded positions into {group.into.name}'s buffer)"
         elif kernel.tile is not None:
-            label = f"{kernel.name} ({nodes} nodes; tiled: reads contiguous along dim {kernel.tile.dim})"
+            label = f"{kernel.name} ({nodes}; tiled: reads contiguous along dim {kernel.tile.dim})"
         for node in group.members:
             decisions[node.name] = dataclasses.replace(decisions[node.name], kernel=label)
         for node in group.inlined:  # computed in each kernel that reads it: every one is named
