@@ -1,5 +1,6 @@
 """PyTorch workflows users bring to torch.compile, through xpu_lite: inference_mode,
 activation checkpointing, a compiled optimizer step, custom ops, vmap, complex tensors,
+control flow (`torch.cond`, `while_loop`),
 the ways to ask for dynamic sizes (automatic, mark_dynamic) and transformers' `generate`
 with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
@@ -170,6 +171,39 @@ def test_complex_tensors(device: str, mode: str) -> None:
         z = torch.randn(n, dtype=torch.complex64, device=device)
         _check(mode, compiled(z), f(z))
     assert xpu_lite.counters.forward_graphs == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_control_flow_operators(device: str, mode: str) -> None:
+    """torch.cond (both branches taken, with gradients) and while_loop: eager's higher-order
+    ops, which run their subgraphs as aten calls, with the reason in explain(); the nodes
+    around them are kernels in the default mode. Under strict=True the default mode refuses
+    them (no kernels inside a subgraph yet)."""
+    def f(x: torch.Tensor) -> torch.Tensor:
+        y = torch.cond(x.sum() > 0, lambda t: (t.sin() * 2).relu(), lambda t: t.cos() + 1, (x,))
+        return y * 3
+
+    def loop(x: torch.Tensor) -> torch.Tensor:
+        _, doubled = torch._higher_order_ops.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2),
+                                                         (torch.tensor(0, device=x.device), x))
+        return doubled + x
+
+    compiled, compiled_loop = _compile(f, mode, dynamic=True), _compile(loop, mode, dynamic=True)
+    for n, sign in ((4, 1), (6, -1), (9, 1)):
+        x = (torch.rand(n, 3, device=device) * sign).requires_grad_()
+        y = x.detach().clone().requires_grad_()
+        actual, expected = compiled(x), f(y)
+        actual.sum().backward()
+        expected.sum().backward()
+        _check(mode, (actual, x.grad), (expected, y.grad))
+        with torch.no_grad():
+            _check(mode, compiled_loop(x), loop(x))
+    reasons = {row[2]: row[4] for row in xpu_lite.explain(f, x.detach()).rows()}
+    assert reasons["cond"].startswith("no lowering: a higher-order op (cond): eager's, which runs its subgraphs"), reasons
+    if mode == "default":
+        strict = torch.compile(f, backend="xpu_lite", options={"strict": True})
+        with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="higher-order op"):
+            strict(x.detach())
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -160,7 +160,11 @@ class LoweringRegistry:
     def rejection(self, node: torch.fx.Node) -> str | None:
         """None where a rule lowers the node, else why not."""
         entry = self._table.get(node.target)
-        return "no Triton lowering for this op yet" if entry is None else entry.checker(node)
+        if entry is not None:
+            return entry.checker(node)
+        if isinstance(node.target, torch._ops.HigherOrderOperator):  # cond, while_loop, with_effects, ...
+            return f"a higher-order op ({node.target.name()}): eager's, which runs its subgraphs as aten calls (no kernels inside them yet)"
+        return "no Triton lowering for this op yet"
 
     def declined(self, op: Any) -> str | None:
         """Why no rule is meant for `op` (see decline), or None."""
