@@ -176,19 +176,20 @@ def test_complex_tensors(device: str, mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_control_flow_operators(device: str, mode: str) -> None:
     """torch.cond (both branches taken, with gradients) and while_loop: eager's higher-order
-    ops, which run their subgraphs as aten calls, with the reason in explain(); the nodes
-    around them are kernels in the default mode. Under strict=True the default mode refuses
-    them (no kernels inside a subgraph yet)."""
+    op picks and calls the subgraphs, each compiled as a graph of its own (kernels in the
+    default mode, with strict=True too), one compilation for every size."""
     def f(x: torch.Tensor) -> torch.Tensor:
         y = torch.cond(x.sum() > 0, lambda t: (t.sin() * 2).relu(), lambda t: t.cos() + 1, (x,))
         return y * 3
 
     def loop(x: torch.Tensor) -> torch.Tensor:
-        _, doubled = torch._higher_order_ops.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2),
+        _, doubled = torch._higher_order_ops.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.sin() * 2),
                                                          (torch.tensor(0, device=x.device), x))
         return doubled + x
 
-    compiled, compiled_loop = _compile(f, mode, dynamic=True), _compile(loop, mode, dynamic=True)
+    options = {"mode": "lite"} if mode == "lite" else {"strict": True}
+    compiled = torch.compile(f, backend="xpu_lite", dynamic=True, options=options)
+    compiled_loop = torch.compile(loop, backend="xpu_lite", dynamic=True, options=options)
     for n, sign in ((4, 1), (6, -1), (9, 1)):
         x = (torch.rand(n, 3, device=device) * sign).requires_grad_()
         y = x.detach().clone().requires_grad_()
@@ -198,12 +199,27 @@ def test_control_flow_operators(device: str, mode: str) -> None:
         _check(mode, (actual, x.grad), (expected, y.grad))
         with torch.no_grad():
             _check(mode, compiled_loop(x), loop(x))
-    reasons = {row[2]: row[4] for row in xpu_lite.explain(f, x.detach()).rows()}
-    assert reasons["cond"].startswith("no lowering: a higher-order op (cond): eager's, which runs its subgraphs"), reasons
-    if mode == "default":
-        strict = torch.compile(f, backend="xpu_lite", options={"strict": True})
-        with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="higher-order op"):
-            strict(x.detach())
+    assert xpu_lite.counters.forward_graphs == 2  # f and loop, each once for every size (subgraphs not counted)
+    report = xpu_lite.explain(f, x.detach(), mode=None if mode == "default" else mode)
+    rows = {(row[0], row[1]): (row[3], row[4]) for row in report.rows()}
+    graph = next(g for g, node in rows if node == "cond")
+    assert rows[graph, "cond"] == ("fallback", "control flow: eager's cond picks and calls its subgraphs, each compiled as a "
+                                               "graph of its own")
+    branches = {rows[f"{graph}_{branch}", node] for branch, node in (("true_graph_0", "sin"), ("false_graph_0", "cos"))}
+    assert {decision for decision, _ in branches} == ({"fallback"} if mode == "lite" else {"kernel"}), branches
+    if mode == "lite":  # a cond in a compile region: its branches are in the region
+        def in_region(x: torch.Tensor) -> torch.Tensor:
+            with xpu_lite.compile_region():
+                y = f(x)
+            return y.exp()
+
+        x = torch.randn(5, 3, device=device)
+        torch.testing.assert_close(torch.compile(in_region, backend="xpu_lite", mode="lite", dynamic=True)(x), in_region(x),
+                                   rtol=RTOL, atol=ATOL)
+        rows = {(row[0], row[1]): row[3] for row in xpu_lite.explain(in_region, x, mode="lite").rows()}
+        graph = next(g for g, node in rows if node == "cond")
+        assert rows[f"{graph}_true_graph_0", "sin"] == rows[f"{graph}_false_graph_0", "cos"] == "kernel", rows
+        assert rows[graph, "exp"] == "fallback", rows
 
 
 @pytest.mark.parametrize("mode", MODES)

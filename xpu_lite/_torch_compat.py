@@ -475,6 +475,16 @@ def is_custom_op(target: Any) -> bool:
     return isinstance(target, torch._ops.OpOverload) and not torch._library.utils.is_builtin(target)
 
 
+def is_higher_order(target: Any) -> bool:
+    """A higher-order op (cond, while_loop, with_effects, flex_attention, ...)."""
+    return isinstance(target, torch._ops.HigherOrderOperator)
+
+
+# the higher-order ops whose eager implementation calls each subgraph with its operands as
+# arguments (cond's branches, while_loop's condition and body): xpu_lite compiles those
+SUBGRAPH_OPERATORS = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.while_loop})
+
+
 dispatch_mode_count = torch._C._len_torch_dispatch_stack  # a C call: cheap enough for every call
 
 

@@ -16,7 +16,8 @@ from .report import ExplainReport, capture
 def run_and_get_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
     """Run fn(*args, **kwargs); return (result, [wrapper source of each graph compiled meanwhile]).
 
-    Forward graphs come before their backward graph. Only graphs compiled during this call
+    Forward graphs come before their backward graph, and a graph before the subgraphs its
+    cond and while_loop nodes call. Only graphs compiled during this call
     are seen: if fn was already compiled for these inputs, call torch._dynamo.reset() first.
     """
     with capture() as reports:

@@ -24,11 +24,12 @@ from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, recompose, tracing
+from .decomp.regions import in_region_meta
 from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, ir, partition
 from .lowering.fusion import fuse
 from .lowering.kernel_builder import Group
 from .report import COUNTERS, GraphReport, format_table, publish
-from .runtime import load_kernel, load_wrapper, reduction_strategy
+from .runtime import Subgraph, load_kernel, load_wrapper, reduction_strategy
 
 log = logging.getLogger(__name__)
 _graph_ids = itertools.count()
@@ -76,10 +77,26 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str, device_type: str
 ) -> Callable[..., Any]:
-    """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`."""
-    name = f"{graph}_{kind}"
+    """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`.
+    Its higher-order ops' subgraphs are compiled too, each reported after the graph."""
+    reports: list[GraphReport] = []
+    call = _compile_graph(gm, plan, graph, kind, device_type, reports)
+    for report in reports:
+        publish(report)
+    return call
+
+
+def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind: str, device_type: str,
+                   reports: list[GraphReport], subgraph: str = "") -> Callable[..., Any]:
+    stage = "_".join(filter(None, (kind, subgraph)))  # "forward", "forward_true_graph_0"
+    name = f"{graph}_{stage}"
     config = plan.config
-    started = time.perf_counter()
+    at = len(reports)
+    compiled = {}  # id of a subgraph's GraphModule -> its compiled Subgraph, which the wrapper holds instead
+    for attr, sub in _subgraphs(gm):
+        inner = "_".join(filter(None, (subgraph, attr)))
+        compiled[id(sub)] = Subgraph(f"{graph}_{kind}_{inner}", _compile_graph(sub, plan, graph, kind, device_type, reports, inner))
+    started = time.perf_counter()  # the subgraphs' time is in their own reports
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
     kernel_s = time.perf_counter() - started
@@ -102,18 +119,36 @@ def compile_graph(
         groups, kernels, sources = [], {}, []
         calls = dataclasses.replace(calls, host_values={}, writebacks={})  # no kernel reads them by value or stores them now
         code = generate_wrapper(gm, decisions, name, device_type, groups, kernels, calls)
+    code.constants.update({var: compiled[id(value)] for var, value in code.constants.items() if id(value) in compiled})
     report = GraphReport(
         name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources),
-        compile_s=time.perf_counter() - started, kernel_s=kernel_s,
+        compile_s=time.perf_counter() - started, kernel_s=kernel_s, subgraph=subgraph,
     )
-    write_stage(config.debug_dir, graph, f"{kind}_aten_graph.py", gm.print_readable(print_output=False))
-    write_stage(config.debug_dir, graph, f"{kind}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
+    write_stage(config.debug_dir, graph, f"{stage}_aten_graph.py", gm.print_readable(print_output=False))
+    write_stage(config.debug_dir, graph, f"{stage}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
     for i, source in enumerate(sources):
-        write_stage(config.debug_dir, graph, f"{kind}_kernel_{i}.py", source)
-    write_stage(config.debug_dir, graph, f"{kind}_wrapper.py", code.source)
+        write_stage(config.debug_dir, graph, f"{stage}_kernel_{i}.py", source)
+    write_stage(config.debug_dir, graph, f"{stage}_wrapper.py", code.source)
     log.info("xpu_lite %s", report.summary_line())
-    publish(report)
+    reports.insert(at, report)  # before its subgraphs'
     return load_wrapper(code)
+
+
+def _subgraphs(gm: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule]]:
+    """(attribute, GraphModule) of each subgraph that gm's cond and while_loop nodes call.
+    A subgraph of a node in a compile region is in the region too (lite mode)."""
+    found = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target not in compat.SUBGRAPH_OPERATORS:
+            continue
+        for arg in node.args:
+            sub = getattr(gm, arg.target) if isinstance(arg, torch.fx.Node) and arg.op == "get_attr" else None
+            if isinstance(sub, torch.fx.GraphModule) and all(sub is not seen for _, seen in found):
+                if in_region_meta(node.meta):
+                    for inner in sub.graph.nodes:
+                        inner.meta["custom"] = {**node.meta["custom"], **(inner.meta.get("custom") or {})}
+                found.append((str(arg.target), sub))
+    return found
 
 
 def compile_kernels(

@@ -50,6 +50,7 @@ class GraphReport:
     kernels: tuple[str, ...] = ()  # Triton source of each fused kernel
     compile_s: float = 0.0  # seconds in xpu_lite for this graph (after AOTAutograd's trace)
     kernel_s: float = 0.0  # of which partitioning and generating, compiling and loading kernels
+    subgraph: str = ""  # a higher-order op's subgraph ("true_graph_0"), compiled with the graph it is in
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
         out = []
@@ -140,7 +141,7 @@ def capture() -> Iterator[list[GraphReport]]:
 
 def publish(report: GraphReport) -> None:
     COUNTERS.graphs_compiled += 1
-    COUNTERS.forward_graphs += report.kind != "backward"
+    COUNTERS.forward_graphs += report.kind != "backward" and not report.subgraph
     COUNTERS.fallback_nodes += len(report.fallbacks)
     for sink in _capturing:
         sink.append(report)

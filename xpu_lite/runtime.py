@@ -81,6 +81,21 @@ def load_wrapper(code: WrapperCode) -> Callable[[list[Any]], Any]:
     return call
 
 
+class Subgraph:
+    """A higher-order op's subgraph (cond's branch, while_loop's condition or body), compiled
+    by xpu_lite: eager's op calls it with the operands as arguments, as it called the
+    GraphModule it replaces."""
+
+    def __init__(self, name: str, call: Callable[[list[Any]], Any]) -> None:
+        self.name, self._call = name, call
+
+    def __call__(self, *operands: Any) -> Any:
+        return self._call(list(operands))
+
+    def __repr__(self) -> str:
+        return f"<xpu_lite subgraph {self.name}>"
+
+
 # -- Triton kernels -------------------------------------------------------------------
 _KERNELS: dict[tuple[str, str], Any] = {}
 _CPU_BLOCKS = tuple(1 << k for k in range(4, 17))  # 16 .. 65536: the interpreter costs ~1 ms per program

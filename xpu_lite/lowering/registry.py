@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.fx
 
-from .._torch_compat import sym_expr
+from .._torch_compat import is_higher_order, sym_expr
 
 Checker = Callable[[torch.fx.Node], str | None]
 
@@ -162,8 +162,8 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         if entry is not None:
             return entry.checker(node)
-        if isinstance(node.target, torch._ops.HigherOrderOperator):  # cond, while_loop, with_effects, ...
-            return f"a higher-order op ({node.target.name()}): eager's, which runs its subgraphs as aten calls (no kernels inside them yet)"
+        if is_higher_order(node.target):  # with_effects, flex_attention, ... (cond and while_loop: partition.py)
+            return f"a higher-order op ({node.target.name()}) left to eager, subgraphs and all"
         return "no Triton lowering for this op yet"
 
     def declined(self, op: Any) -> str | None:
