@@ -6,6 +6,8 @@ with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -207,6 +209,10 @@ def test_control_flow_operators(device: str, mode: str) -> None:
                                                "graph of its own")
     branches = {rows[f"{graph}_{branch}", node] for branch, node in (("true_graph_0", "sin"), ("false_graph_0", "cos"))}
     assert {decision for decision, _ in branches} == ({"fallback"} if mode == "lite" else {"kernel"}), branches
+    torch._dynamo.reset()
+    _, sources = xpu_lite.run_and_get_code(torch.compile(f, backend="xpu_lite", dynamic=True, options=options), x.detach())
+    assert len(sources) == 3 and "# xpu_lite wrapper for graph graph_" in sources[1], sources  # the graph, then each branch
+    assert re.search(r"= torch\.ops\.higher_order\.cond\(buf\d+, _true_graph_0, _false_graph_0, \(", sources[0]), sources[0]
     if mode == "lite":  # a cond in a compile region: its branches are in the region
         def in_region(x: torch.Tensor) -> torch.Tensor:
             with xpu_lite.compile_region():

@@ -205,9 +205,11 @@ class _WrapperBuilder:
                 self._emit_node(body, node, var)
                 emitted.add(node.name)
             elif node.op == "get_attr":
-                var = f"_const{len(self.constants)}"
+                value = _fetch_attr(self.gm, str(node.target))
+                # a control-flow op's subgraph by its name (`_true_graph_0`), a tensor by number
+                var = f"_{node.target}" if isinstance(value, torch.fx.GraphModule) else f"_const{len(self.constants)}"
                 self.names[node] = var
-                self.constants[var] = _fetch_attr(self.gm, str(node.target))
+                self.constants[var] = value
                 emitted.add(node.name)
             elif node.op != "placeholder":
                 raise LoweringError(node.op, node.name, "unsupported FX node kind in an aten graph")
@@ -381,6 +383,8 @@ class _WrapperBuilder:
     def _call_text(self, target: Any) -> str:
         if isinstance(target, torch._ops.OpOverload):
             return f"torch.ops.{target}"
+        if compat.is_higher_order(target) and getattr(torch.ops.higher_order, target.name(), None) is target:
+            return f"torch.ops.higher_order.{target.name()}"
         var = f"_fn{len(self.constants)}"
         self.constants[var] = target
         return var
