@@ -6,6 +6,7 @@ with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -90,6 +91,38 @@ def _optimizer_run(device: str, make_optimizer, step_backend: dict | None, steps
             p.grad = torch.randn(p.shape, generator=grads).to(device)
         step()
     return [p.detach() for p in params]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_backward_inside_a_compiled_function_leaves_xpu_lite_to_python(device: str, mode: str) -> None:
+    """`loss.backward()` inside the compiled function: a graph break, and AOTAutograd compiles
+    the backward graph at that call, with Dynamo's frame callback active. xpu_lite's own code
+    and the generated backward wrapper (the Triton interpreter under it too) run untraced:
+    before 2026-11-27 Dynamo traced and compiled xpu_lite's functions (partition's `decide`,
+    the wrapper's builder, ...), some 600 frames, and this first call took 10x as long; and
+    in lite mode it traced the backward wrapper, kernel-free, so not wrapped in
+    torch._dynamo.disable as wrappers with kernels were."""
+    def run(x: torch.Tensor) -> torch.Tensor:
+        loss = ((x.sin() * 2).relu() * 3).sum()
+        loss.backward()
+        return loss
+
+    messages: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    dynamo_log = logging.getLogger("torch._dynamo")
+    torch._logging.set_logs(dynamo=logging.INFO)
+    dynamo_log.addHandler(handler)
+    try:
+        x, y = (torch.randn(6, 4, device=device, requires_grad=True) for _ in range(2))
+        with torch.no_grad():
+            y.copy_(x)
+        _check(mode, (_compile(run, mode)(x), x.grad), (run(y), y.grad))
+    finally:
+        dynamo_log.removeHandler(handler)
+        torch._logging.set_logs()
+    traced = [m for m in messages if "start tracing" in m]
+    assert traced and all("test_workflows.py" in m for m in traced), traced  # run and its resume only
 
 
 @pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])

@@ -531,8 +531,13 @@ def register_dynamo_backend(name: str, fn: Callable[..., Any]) -> None:
         register_backend(name=name)(fn)
 
 
-def dynamo_disable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Keep Dynamo out of fn: a compiled function that graph-breaks on .backward() leaves
-    Dynamo's frame callback active while autograd runs our backward, which would make it
-    trace the Triton interpreter."""
-    return torch._dynamo.disable(fn, recursive=True)
+def never_traced(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, whose frame and every frame it calls Dynamo runs as they are, never traces: a
+    flag on its code object (no wrapper, no cost per call). Our wrappers run where Dynamo's
+    frame callback may be active: a compiled function that graph-breaks on .backward() calls
+    the backward graph's wrapper from autograd, and Dynamo traced it (and the Triton
+    interpreter under it)."""
+    from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+    set_code_exec_strategy(fn.__code__, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
+    return fn

@@ -74,6 +74,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         return compiled
 
 
+@compat.never_traced  # AOTAutograd compiles the backward graph at the first backward call, which
+# may run inside a compiled frame (`loss.backward()` in a compiled training step, a graph
+# break), where Dynamo would trace xpu_lite itself
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str, device_type: str
 ) -> Callable[..., Any]:

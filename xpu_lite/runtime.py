@@ -74,9 +74,7 @@ def load_wrapper(code: WrapperCode) -> Callable[[list[Any]], Any]:
     linecache.cache[filename] = (len(code.source), None, code.source.splitlines(True), filename)
     namespace: dict[str, Any] = {"__name__": f"xpu_lite_generated_{digest}", **code.constants}
     exec(compile(code.source, filename, "exec"), namespace)
-    call = namespace["call"]
-    if code.launches_kernels:
-        call = compat.dynamo_disable(call)
+    call = compat.never_traced(namespace["call"])
     call._boxed_call = True  # AOTAutograd passes a list it lets us clear
     return call
 
