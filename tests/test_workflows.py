@@ -1,6 +1,6 @@
 """PyTorch workflows users bring to torch.compile, through xpu_lite: inference_mode,
 activation checkpointing, a compiled optimizer step, custom ops, vmap, complex tensors,
-control flow (`torch.cond`, `while_loop`),
+control flow (`torch.cond`, `while_loop`), `nested_compile_region`,
 the ways to ask for dynamic sizes (automatic, mark_dynamic) and transformers' `generate`
 with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
@@ -238,8 +238,8 @@ def test_control_flow_operators(device: str, mode: str) -> None:
     report = xpu_lite.explain(f, x.detach(), mode=None if mode == "default" else mode)
     rows = {(row[0], row[1]): (row[3], row[4]) for row in report.rows()}
     graph = next(g for g, node in rows if node == "cond")
-    assert rows[graph, "cond"] == ("fallback", "control flow: eager's cond picks and calls its subgraphs, each compiled as a "
-                                               "graph of its own")
+    assert rows[graph, "cond"] == ("fallback", "control flow: eager's cond calls its subgraphs, each compiled as a graph of "
+                                               "its own")
     branches = {rows[f"{graph}_{branch}", node] for branch, node in (("true_graph_0", "sin"), ("false_graph_0", "cos"))}
     assert {decision for decision, _ in branches} == ({"fallback"} if mode == "lite" else {"kernel"}), branches
     torch._dynamo.reset()
@@ -259,6 +259,36 @@ def test_control_flow_operators(device: str, mode: str) -> None:
         graph = next(g for g, node in rows if node == "cond")
         assert rows[f"{graph}_true_graph_0", "sin"] == rows[f"{graph}_false_graph_0", "cos"] == "kernel", rows
         assert rows[graph, "exp"] == "fallback", rows
+
+
+@torch.compiler.nested_compile_region
+def _block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return (x @ w).relu().sin() * 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nested_compile_region_compiles_the_block_once(device: str, mode: str) -> None:
+    """A block marked with torch.compiler.nested_compile_region and called twice is one
+    subgraph (invoke_subgraph), compiled once for both calls, kernels and all, with
+    gradients; before 2026-11-27 it ran as eager aten calls."""
+    def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return _block(_block(x, w), w).sum(1)
+
+    compiled = _compile(f, mode, dynamic=True)
+    for n in (4, 6, 9):
+        x, w = torch.randn(n, 8, device=device), torch.randn(8, 8, device=device)
+        got, want = [(t.detach().clone().requires_grad_(), u.detach().clone().requires_grad_()) for t, u in ((x, w), (x, w))]
+        actual, expected = compiled(*got), f(*want)
+        actual.sum().backward()
+        expected.sum().backward()
+        _check(mode, (actual, got[0].grad, got[1].grad), (expected, want[0].grad, want[1].grad))
+    assert xpu_lite.counters.forward_graphs == 1
+    rows = {(row[0], row[1]): (row[3], row[4]) for row in xpu_lite.explain(f, x, w, mode=None if mode == "default" else mode).rows()}
+    calls = [(graph, node) for graph, node in rows if node.startswith("invoke_subgraph")]
+    assert len(calls) == 2 and all(rows[c][1].startswith("control flow: eager's invoke_subgraph calls") for c in calls), rows
+    blocks = {graph for graph, _ in rows if graph.endswith("repeated_subgraph0")}
+    assert len(blocks) == 1, blocks  # one compiled block for both calls
+    assert rows[blocks.pop(), "sin"][0] == ("fallback" if mode == "lite" else "kernel"), rows
 
 
 @pytest.mark.parametrize("mode", MODES)

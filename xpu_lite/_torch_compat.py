@@ -481,8 +481,10 @@ def is_higher_order(target: Any) -> bool:
 
 
 # the higher-order ops whose eager implementation calls each subgraph with its operands as
-# arguments (cond's branches, while_loop's condition and body): xpu_lite compiles those
-SUBGRAPH_OPERATORS = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.while_loop})
+# arguments (cond's branches, while_loop's condition and body, the block that
+# torch.compiler.nested_compile_region marks): xpu_lite compiles those
+SUBGRAPH_OPERATORS = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.while_loop,
+                                torch.ops.higher_order.invoke_subgraph})
 
 
 dispatch_mode_count = torch._C._len_torch_dispatch_stack  # a C call: cheap enough for every call

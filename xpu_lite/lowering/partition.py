@@ -74,8 +74,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     if node.op == "get_attr":
         return Decision(name, op, DecisionKind.CONSTANT, note=note)
     if target in compat.SUBGRAPH_OPERATORS:
-        return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} picks and calls its subgraphs, each compiled "
-                                                   "as a graph of its own")
+        return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} calls its subgraphs, each compiled as a graph "
+                                                   "of its own")
     if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)  # attention, random only by its dropout
     if target in kept:
