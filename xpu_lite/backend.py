@@ -138,8 +138,9 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
 
 
 def _subgraphs(gm: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule]]:
-    """(attribute, GraphModule) of each subgraph that gm's cond and while_loop nodes call.
-    A subgraph of a node in a compile region is in the region too (lite mode)."""
+    """(attribute, GraphModule) of each subgraph that gm's control-flow nodes call (cond,
+    while_loop, invoke_subgraph), once each. A subgraph of a node in a compile region is
+    marked as in the region too (lite mode)."""
     found = []
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target not in compat.SUBGRAPH_OPERATORS:

@@ -58,7 +58,6 @@ class WrapperCode:
     source: str
     constants: dict[str, Any]
     emitted: frozenset[str]  # FX nodes that became a line of code (the rest was dead)
-    launches_kernels: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,8 +232,7 @@ class _WrapperBuilder:
         out.line("def call(args):")
         with out.indent():
             out.lines(body.text().rstrip("\n").split("\n"))
-        launches = any(g.members[0].name in emitted for g in self.groups)
-        return WrapperCode(self.name, out.text(), dict(self.constants), frozenset(emitted), launches)
+        return WrapperCode(self.name, out.text(), dict(self.constants), frozenset(emitted))
 
     def _emit_node(self, body: Emitter, node: torch.fx.Node, var: str) -> None:
         decision = self.decisions[node.name]
