@@ -261,6 +261,34 @@ def test_control_flow_operators(device: str, mode: str) -> None:
         assert rows[graph, "exp"] == "fallback", rows
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_scan_and_map_run_their_subgraphs_eagerly(device: str, mode: str) -> None:
+    """scan's and map's eager implementations call the subgraph on slices they cut
+    themselves, whose strides need not be the traced ones (the gradient of `ys.sum()` is an
+    expanded zero-stride tensor): a compiled subgraph, which reads at the traced strides,
+    gave gradients off by 2.7 (tried 2026-11-27). So they stay eager's, subgraphs and all,
+    with the reason in explain, and match eager."""
+    from torch._higher_order_ops import scan
+    from torch._higher_order_ops.map import map as map_slices
+
+    def f(init: torch.Tensor, xs: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        carry, ys = scan(lambda c, x: (c * 0.9 + x.tanh(), (c * x).sin()), init, xs)
+        mapped = map_slices(lambda x, w: (x * w).relu().sum(0), xs.reshape(5, 3, 1) * w, w)
+        return carry.sum() + (ys * 2).sum() + mapped.sum()
+
+    inputs = [torch.randn(3, device=device), torch.randn(5, 3, device=device), torch.randn(3, 1, device=device)]
+    got, want = [[t.clone().requires_grad_() for t in inputs] for _ in range(2)]
+    actual, expected = _compile(f, mode, dynamic=True)(*got), f(*want)
+    actual.backward()
+    expected.backward()
+    _check(mode, (actual, *(t.grad for t in got)), (expected, *(t.grad for t in want)))
+    if mode == "lite":
+        return
+    reasons = {row[1]: row[4] for row in xpu_lite.explain(f, *inputs).rows()}
+    assert reasons["scan"].endswith("a higher-order op (scan) left to eager, subgraphs and all"), reasons
+    assert reasons["map_impl"].endswith("a higher-order op (map_impl) left to eager, subgraphs and all"), reasons
+
+
 @torch.compiler.nested_compile_region
 def _block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (x @ w).relu().sin() * 2

@@ -482,7 +482,10 @@ def is_higher_order(target: Any) -> bool:
 
 # the higher-order ops whose eager implementation calls each subgraph with its operands as
 # arguments (cond's branches, while_loop's condition and body, the block that
-# torch.compiler.nested_compile_region marks): xpu_lite compiles those
+# torch.compiler.nested_compile_region marks): xpu_lite compiles those. Their operands are
+# the calling graph's values, laid out as traced. Not scan and map: their eager
+# implementations call the subgraph on slices they cut, whose strides may not be the
+# traced ones (a zero-stride gradient), which a compiled subgraph would misread
 SUBGRAPH_OPERATORS = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.while_loop,
                                 torch.ops.higher_order.invoke_subgraph})
 
