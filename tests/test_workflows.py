@@ -1,6 +1,6 @@
 """PyTorch workflows users bring to torch.compile, through xpu_lite: inference_mode,
 activation checkpointing, a compiled optimizer step, custom ops, vmap, complex tensors,
-control flow (`torch.cond`, `while_loop`), `nested_compile_region`,
+control flow (`torch.cond`, `while_loop`, scan, map), `nested_compile_region`,
 the ways to ask for dynamic sizes (automatic, mark_dynamic) and transformers' `generate`
 with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
@@ -262,31 +262,36 @@ def test_control_flow_operators(device: str, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_scan_and_map_run_their_subgraphs_eagerly(device: str, mode: str) -> None:
-    """scan's and map's eager implementations call the subgraph on slices they cut
-    themselves, whose strides need not be the traced ones (the gradient of `ys.sum()` is an
-    expanded zero-stride tensor): a compiled subgraph, which reads at the traced strides,
-    gave gradients off by 2.7 (tried 2026-11-27). So they stay eager's, subgraphs and all,
-    with the reason in explain, and match eager."""
+def test_scan_and_map_compile_their_subgraphs(device: str, mode: str) -> None:
+    """scan's combine_fn and map's body are compiled subgraphs too. Their eager
+    implementations call them on slices they cut, whose strides need not be the traced ones:
+    the gradient of `ys.sum()` is an expanded zero-stride tensor, and kernels that read it at
+    its traced (contiguous) strides gave gradients off by 2.7 (tried 2026-11-27). A subgraph
+    makes each operand traced contiguous contiguous first (runtime.Subgraph)."""
     from torch._higher_order_ops import scan
     from torch._higher_order_ops.map import map as map_slices
 
-    def f(init: torch.Tensor, xs: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    def scanned(init: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
         carry, ys = scan(lambda c, x: (c * 0.9 + x.tanh(), (c * x).sin()), init, xs)
-        mapped = map_slices(lambda x, w: (x * w).relu().sum(0), xs.reshape(5, 3, 1) * w, w)
-        return carry.sum() + (ys * 2).sum() + mapped.sum()
+        return carry.sum() + (ys * 2).sum()
 
-    inputs = [torch.randn(3, device=device), torch.randn(5, 3, device=device), torch.randn(3, 1, device=device)]
-    got, want = [[t.clone().requires_grad_() for t in inputs] for _ in range(2)]
-    actual, expected = _compile(f, mode, dynamic=True)(*got), f(*want)
-    actual.backward()
-    expected.backward()
-    _check(mode, (actual, *(t.grad for t in got)), (expected, *(t.grad for t in want)))
-    if mode == "lite":
-        return
-    reasons = {row[1]: row[4] for row in xpu_lite.explain(f, *inputs).rows()}
-    assert reasons["scan"].endswith("a higher-order op (scan) left to eager, subgraphs and all"), reasons
-    assert reasons["map_impl"].endswith("a higher-order op (map_impl) left to eager, subgraphs and all"), reasons
+    def mapped(xs: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (map_slices(lambda x, w: (x * w).relu().sum(0), xs, w) + 1).sum()
+
+    for f, shapes, op, body, node in ((scanned, ((3,), (5, 3)), "scan", "scan_combine_graph_0", "tanh"),
+                                      (mapped, ((4, 3, 2), (3, 2)), "map_impl", "body_graph_0", "relu")):
+        inputs = [torch.randn(*shape, device=device) for shape in shapes]
+        got, want = [[t.clone().requires_grad_() for t in inputs] for _ in range(2)]
+        actual, expected = _compile(f, mode, dynamic=True)(*got), f(*want)
+        actual.backward()
+        expected.backward()
+        _check(mode, (actual, *(t.grad for t in got)), (expected, *(t.grad for t in want)))
+        rows = {(row[0], row[1]): (row[3], row[4])
+                for row in xpu_lite.explain(f, *inputs, mode=None if mode == "default" else mode).rows()}
+        graph = next(g for g, n in rows if n == op)
+        assert rows[graph, op] == ("fallback", f"control flow: eager's {op} calls its subgraphs, each compiled as a graph of "
+                                               "its own"), rows
+        assert rows[f"{graph}_{body}", node][0] == ("fallback" if mode == "lite" else "kernel"), rows
 
 
 @torch.compiler.nested_compile_region

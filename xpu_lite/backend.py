@@ -25,7 +25,7 @@ from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, recompose, tracing
 from .decomp.regions import in_region_meta
-from .lowering import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, ir, partition
+from .lowering import SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, ir, partition
 from .lowering.fusion import fuse
 from .lowering.kernel_builder import Group
 from .report import COUNTERS, GraphReport, format_table, publish
@@ -98,7 +98,8 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     compiled = {}  # id of a subgraph's GraphModule -> its compiled Subgraph, which the wrapper holds instead
     for attr, sub in _subgraphs(gm):
         inner = "_".join(filter(None, (subgraph, attr)))
-        compiled[id(sub)] = Subgraph(f"{graph}_{kind}_{inner}", _compile_graph(sub, plan, graph, kind, device_type, reports, inner))
+        call = _compile_graph(sub, plan, graph, kind, device_type, reports, inner)
+        compiled[id(sub)] = Subgraph(f"{graph}_{kind}_{inner}", call, tuple(map(_traced_contiguous, _placeholders(sub))))
     started = time.perf_counter()  # the subgraphs' time is in their own reports
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
@@ -139,20 +140,48 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
 
 def _subgraphs(gm: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule]]:
     """(attribute, GraphModule) of each subgraph that gm's control-flow nodes call (cond,
-    while_loop, invoke_subgraph), once each. A subgraph of a node in a compile region is
-    marked as in the region too (lite mode)."""
+    while_loop, invoke_subgraph, scan, map), once each; each such node is marked
+    SUBGRAPHS_COMPILED for the partition. scan's and map's only where every tensor operand
+    was traced contiguous (Subgraph makes the slices they pass contiguous). A subgraph of a
+    node in a compile region is marked as in the region too (lite mode)."""
     found = []
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target not in compat.SUBGRAPH_OPERATORS:
             continue
-        for arg in node.args:
-            sub = getattr(gm, arg.target) if isinstance(arg, torch.fx.Node) and arg.op == "get_attr" else None
-            if isinstance(sub, torch.fx.GraphModule) and all(sub is not seen for _, seen in found):
+        subs = [(str(a.target), getattr(gm, a.target)) for a in node.args if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
+        subs = [(attr, sub) for attr, sub in subs if isinstance(sub, torch.fx.GraphModule)]
+        if node.target in compat.SLICING_OPERATORS and not all(
+                _traced_contiguous(p) for _, sub in subs for p in _placeholders(sub) if isinstance(p.meta.get("val"), torch.Tensor)):
+            continue
+        node.meta[SUBGRAPHS_COMPILED] = True
+        for attr, sub in subs:
+            if all(sub is not seen for _, seen in found):
                 if in_region_meta(node.meta):
                     for inner in sub.graph.nodes:
                         inner.meta["custom"] = {**node.meta["custom"], **(inner.meta.get("custom") or {})}
-                found.append((str(arg.target), sub))
+                found.append((attr, sub))
     return found
+
+
+def _placeholders(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def _traced_contiguous(placeholder: torch.fx.Node) -> bool:
+    """Whether a subgraph's input was traced as a contiguous tensor, for every size: each
+    stride the product of the sizes after it (size-1 dims aside)."""
+    val = placeholder.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return False
+    expected: Any = 1
+    for size, stride in reversed(list(zip(val.shape, val.stride()))):
+        size, stride = compat.sym_expr(size), compat.sym_expr(stride)
+        if size == 1:
+            continue
+        if not compat.provably_equal(stride, expected, val):
+            return False
+        expected = expected * size
+    return True
 
 
 def compile_kernels(

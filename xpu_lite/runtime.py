@@ -80,15 +80,19 @@ def load_wrapper(code: WrapperCode) -> Callable[[list[Any]], Any]:
 
 
 class Subgraph:
-    """A higher-order op's subgraph (cond's branch, while_loop's condition or body), compiled
-    by xpu_lite: eager's op calls it with the operands as arguments, as it called the
-    GraphModule it replaces."""
+    """A higher-order op's subgraph (cond's branch, while_loop's condition or body, a nested
+    compile region's block, scan's combine_fn, map's body), compiled by xpu_lite: eager's op
+    calls it with the operands as arguments, as it called the GraphModule it replaces. Its
+    kernels read each operand at the strides it was traced with: an operand traced
+    contiguous is made contiguous first (scan and map pass slices they cut, such as rows of
+    a zero-stride gradient; a no-op for one already contiguous)."""
 
-    def __init__(self, name: str, call: Callable[[list[Any]], Any]) -> None:
-        self.name, self._call = name, call
+    def __init__(self, name: str, call: Callable[[list[Any]], Any], contiguous: tuple[bool, ...]) -> None:
+        self.name, self._call, self._contiguous = name, call, contiguous
 
     def __call__(self, *operands: Any) -> Any:
-        return self._call(list(operands))
+        return self._call([o.contiguous() if flag and isinstance(o, torch.Tensor) else o
+                           for o, flag in zip(operands, self._contiguous, strict=True)])
 
     def __repr__(self) -> str:
         return f"<xpu_lite subgraph {self.name}>"

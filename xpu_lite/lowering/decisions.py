@@ -15,6 +15,9 @@ class DecisionKind(enum.Enum):
     CONSTANT = "constant"  # a tensor the graph holds (get_attr): a name in the generated module, no call
 
 
+SUBGRAPHS_COMPILED = "xpu_lite_subgraphs_compiled"  # node.meta key: a control-flow node whose subgraphs backend.py compiled
+
+
 class FallbackKind(enum.Enum):
     OUTSIDE_REGION = "outside region"  # lite mode: eager unless selected
     KEPT_OP = "kept op"  # keep_ops / policy KEEP

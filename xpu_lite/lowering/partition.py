@@ -14,7 +14,7 @@ import torch.fx
 from .. import _torch_compat as compat
 from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random, own_decomposition_reason
-from .decisions import Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
+from .decisions import SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
 from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
 
@@ -73,7 +73,7 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return Decision(name, op, DecisionKind.UNPACK, note=note)
     if node.op == "get_attr":
         return Decision(name, op, DecisionKind.CONSTANT, note=note)
-    if target in compat.SUBGRAPH_OPERATORS:
+    if node.meta.get(SUBGRAPHS_COMPILED):
         return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} calls its subgraphs, each compiled as a graph "
                                                    "of its own")
     if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
