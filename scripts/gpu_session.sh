@@ -16,7 +16,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 # the tests changed since the last GPU run, first
-NEW=${NEW:-"control_flow_operators or half_steps or round_the_steps or logit_rounds or log_softmax_and_logsumexp or softshrink_compares or pow_by_3_and_minus_2 or lay_results_out or division_by_a_cpu_scalar or fused_multiply_adds or tanh_and_sigmoid_backward_are_eagers or nan_stays_nan_as_bfloat16 or cpu_scalar_operand_is_read or batch_norm_inference_is_eagers or integer_addcmul or in_place_optimizer_step or every_bfloat16_value or float_beyond_the_dtype or float_literals_are_float32 or uint8_linear_interpolation or shifts_follow"}
+NEW=${NEW:-"control_flow_operators or nested_compile_region or scan_and_map or backward_inside_a_compiled or half_steps or round_the_steps or logit_rounds or log_softmax_and_logsumexp or softshrink_compares or pow_by_3_and_minus_2 or lay_results_out or division_by_a_cpu_scalar or fused_multiply_adds or tanh_and_sigmoid_backward_are_eagers or nan_stays_nan_as_bfloat16 or cpu_scalar_operand_is_read or batch_norm_inference_is_eagers or integer_addcmul or in_place_optimizer_step or every_bfloat16_value or float_beyond_the_dtype or float_literals_are_float32 or uint8_linear_interpolation or shifts_follow"}
 { date -u; nvidia-smi -L; $py -c "import torch, triton, numpy; print(torch.__version__, triton.__version__, numpy.__version__, torch.cuda.get_device_name())"; } > "$OUT/env.txt" 2>&1
 stage() {  # name, seconds, command...: one capped step, its time and exit code in the log
   local name=$1 cap=$2; shift 2
