@@ -162,7 +162,7 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         if entry is not None:
             return entry.checker(node)
-        if is_higher_order(node.target):  # with_effects, flex_attention, ... (cond and while_loop: partition.py)
+        if is_higher_order(node.target):  # with_effects, flex_attention, ... (those backend.py compiles: partition.py)
             return f"a higher-order op ({node.target.name()}) left to eager, subgraphs and all"
         return "no Triton lowering for this op yet"
 
