@@ -480,17 +480,6 @@ def is_higher_order(target: Any) -> bool:
     return isinstance(target, torch._ops.HigherOrderOperator)
 
 
-# the higher-order ops whose eager implementation calls each subgraph with its operands as
-# arguments (cond's branches, while_loop's condition and body, the block that
-# torch.compiler.nested_compile_region marks, scan's combine_fn and map's body): xpu_lite
-# compiles those. cond's, while_loop's and invoke_subgraph's operands are the calling
-# graph's values, laid out as traced; scan and map call the subgraph on slices they cut,
-# whose strides need not be the traced ones (a zero-stride gradient): SLICING_OPERATORS
-SLICING_OPERATORS = frozenset({torch.ops.higher_order.scan, torch.ops.higher_order.map_impl})
-SUBGRAPH_OPERATORS = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.while_loop,
-                                torch.ops.higher_order.invoke_subgraph}) | SLICING_OPERATORS
-
-
 dispatch_mode_count = torch._C._len_torch_dispatch_stack  # a C call: cheap enough for every call
 
 

@@ -28,11 +28,22 @@ from .decomp.regions import in_region_meta
 from .lowering import SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, ir, partition
 from .lowering.fusion import fuse
 from .lowering.kernel_builder import Group
+from .lowering.space import contiguous_strides, strides_of
 from .report import COUNTERS, GraphReport, format_table, publish
 from .runtime import Subgraph, load_kernel, load_wrapper, reduction_strategy
 
 log = logging.getLogger(__name__)
 _graph_ids = itertools.count()
+
+# the higher-order ops whose eager implementation calls each subgraph with its operands as
+# arguments (cond's branches, while_loop's condition and body, the block that
+# torch.compiler.nested_compile_region marks, scan's combine_fn and map's body): xpu_lite
+# compiles those. cond's, while_loop's and invoke_subgraph's operands are the calling
+# graph's values, laid out as traced; scan and map call the subgraph on slices they cut,
+# whose strides need not be the traced ones (a zero-stride gradient): _SLICING
+_SLICING = frozenset({torch.ops.higher_order.scan, torch.ops.higher_order.map_impl})
+_SUBGRAPH_OPERATORS = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.while_loop,
+                                 torch.ops.higher_order.invoke_subgraph}) | _SLICING
 
 
 def xpu_lite_backend(
@@ -96,10 +107,10 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     config = plan.config
     at = len(reports)
     compiled = {}  # id of a subgraph's GraphModule -> its compiled Subgraph, which the wrapper holds instead
-    for attr, sub in _subgraphs(gm):
+    for attr, sub, contiguous in _subgraphs(gm):
         inner = "_".join(filter(None, (subgraph, attr)))
         call = _compile_graph(sub, plan, graph, kind, device_type, reports, inner)
-        compiled[id(sub)] = Subgraph(f"{graph}_{kind}_{inner}", call, tuple(map(_traced_contiguous, _placeholders(sub))))
+        compiled[id(sub)] = Subgraph(f"{graph}_{kind}_{inner}", call, contiguous)
     started = time.perf_counter()  # the subgraphs' time is in their own reports
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
@@ -138,50 +149,48 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     return load_wrapper(code)
 
 
-def _subgraphs(gm: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule]]:
-    """(attribute, GraphModule) of each subgraph that gm's control-flow nodes call (cond,
-    while_loop, invoke_subgraph, scan, map), once each; each such node is marked
-    SUBGRAPHS_COMPILED for the partition. scan's and map's only where every tensor operand
-    was traced contiguous (Subgraph makes the slices they pass contiguous). A subgraph of a
-    node in a compile region is marked as in the region too (lite mode)."""
-    found = []
+def _subgraphs(gm: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule, tuple[int, ...]]]:
+    """(attribute, GraphModule, positions of its inputs traced contiguous) of each subgraph
+    that gm's control-flow nodes call (cond, while_loop, invoke_subgraph, scan, map), once
+    each; each such node is marked SUBGRAPHS_COMPILED for the partition. scan's and map's
+    only where every tensor input was traced contiguous (Subgraph makes the slices they pass
+    contiguous). A subgraph of a node in a compile region is marked as in the region too
+    (lite mode)."""
+    found: list[tuple[str, torch.fx.GraphModule, tuple[int, ...]]] = []
     for node in gm.graph.nodes:
-        if node.op != "call_function" or node.target not in compat.SUBGRAPH_OPERATORS:
+        if node.op != "call_function" or node.target not in _SUBGRAPH_OPERATORS:
             continue
         subs = [(str(a.target), getattr(gm, a.target)) for a in node.args if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
-        subs = [(attr, sub) for attr, sub in subs if isinstance(sub, torch.fx.GraphModule)]
-        if node.target in compat.SLICING_OPERATORS and not all(
-                _traced_contiguous(p) for _, sub in subs for p in _placeholders(sub) if isinstance(p.meta.get("val"), torch.Tensor)):
+        subs = [(attr, sub, _contiguous_inputs(sub)) for attr, sub in subs if isinstance(sub, torch.fx.GraphModule)]
+        if node.target in _SLICING and any(len(contiguous) < _tensor_inputs(sub) for _, sub, contiguous in subs):
             continue
         node.meta[SUBGRAPHS_COMPILED] = True
-        for attr, sub in subs:
-            if all(sub is not seen for _, seen in found):
+        for attr, sub, contiguous in subs:
+            if all(sub is not seen for _, seen, _ in found):
                 if in_region_meta(node.meta):
                     for inner in sub.graph.nodes:
                         inner.meta["custom"] = {**node.meta["custom"], **(inner.meta.get("custom") or {})}
-                found.append((attr, sub))
+                found.append((attr, sub, contiguous))
     return found
 
 
-def _placeholders(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
-    return [n for n in gm.graph.nodes if n.op == "placeholder"]
+def _inputs(gm: torch.fx.GraphModule) -> list[Any]:
+    return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
 
 
-def _traced_contiguous(placeholder: torch.fx.Node) -> bool:
-    """Whether a subgraph's input was traced as a contiguous tensor, for every size: each
-    stride the product of the sizes after it (size-1 dims aside)."""
-    val = placeholder.meta.get("val")
-    if not isinstance(val, torch.Tensor):
-        return False
-    expected: Any = 1
-    for size, stride in reversed(list(zip(val.shape, val.stride()))):
-        size, stride = compat.sym_expr(size), compat.sym_expr(stride)
-        if size == 1:
-            continue
-        if not compat.provably_equal(stride, expected, val):
-            return False
-        expected = expected * size
-    return True
+def _tensor_inputs(gm: torch.fx.GraphModule) -> int:
+    return sum(isinstance(val, torch.Tensor) for val in _inputs(gm))
+
+
+def _contiguous_inputs(gm: torch.fx.GraphModule) -> tuple[int, ...]:
+    """Positions of the subgraph's inputs traced as contiguous tensors, for every size (a
+    size-1 dim's stride aside)."""
+    def contiguous(val: torch.Tensor) -> bool:
+        sizes = tuple(compat.sym_expr(s) for s in val.shape)
+        return all(size == 1 or compat.provably_equal(stride, want, val)
+                   for size, stride, want in zip(sizes, strides_of(val), contiguous_strides(sizes)))
+
+    return tuple(i for i, val in enumerate(_inputs(gm)) if isinstance(val, torch.Tensor) and contiguous(val))
 
 
 def compile_kernels(

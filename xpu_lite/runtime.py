@@ -87,12 +87,14 @@ class Subgraph:
     contiguous is made contiguous first (scan and map pass slices they cut, such as rows of
     a zero-stride gradient; a no-op for one already contiguous)."""
 
-    def __init__(self, name: str, call: Callable[[list[Any]], Any], contiguous: tuple[bool, ...]) -> None:
-        self.name, self._call, self._contiguous = name, call, contiguous
+    def __init__(self, name: str, call: Callable[[list[Any]], Any], contiguous: tuple[int, ...]) -> None:
+        self.name, self._call, self._contiguous = name, call, contiguous  # positions traced contiguous
 
     def __call__(self, *operands: Any) -> Any:
-        return self._call([o.contiguous() if flag and isinstance(o, torch.Tensor) else o
-                           for o, flag in zip(operands, self._contiguous, strict=True)])
+        args = list(operands)
+        for i in self._contiguous:
+            args[i] = args[i].contiguous()
+        return self._call(args)
 
     def __repr__(self) -> str:
         return f"<xpu_lite subgraph {self.name}>"
