@@ -99,7 +99,7 @@ def test_backward_inside_a_compiled_function_leaves_xpu_lite_to_python(device: s
     the backward graph at that call, with Dynamo's frame callback active. xpu_lite's own code
     and the generated backward wrapper (the Triton interpreter under it too) run untraced:
     before 2026-11-27 Dynamo traced and compiled xpu_lite's functions (partition's `decide`,
-    the wrapper's builder, ...), some 600 frames, and this first call took 10x as long; and
+    the wrapper's builder, ...), some 600 frames; and
     in lite mode it traced the backward wrapper, kernel-free, so not wrapped in
     torch._dynamo.disable as wrappers with kernels were."""
     def run(x: torch.Tensor) -> torch.Tensor:
