@@ -302,8 +302,10 @@ GRAD_DEPENDENT_CIA: frozenset[torch._ops.OpOverload] = frozenset({
 # only under the python dispatcher (while tracing); outside regions lite mode passes it by,
 # so the graph differentiates them by their derivative formulas, as eager does
 # (decomp/derivatives.py). Left to torch: native_batch_norm (its schema hides the
-# running-stats update, so it must become _native_batch_norm_legit, the same kernel) and
-# cudnn_batch_norm (decomp/cudnn.py). A test keeps both lists complete.
+# running-stats update, so it must become _native_batch_norm_legit, the same kernel),
+# cudnn_batch_norm (decomp/cudnn.py) and miopen_batch_norm (ROCm's, which xpu_lite does not
+# target; torch._inductor.decomposition registers it when imported). A test keeps both
+# lists complete.
 EAGER_AUTOGRAD: frozenset[torch._ops.OpOverload] = frozenset({
     aten.upsample_nearest1d.default,
     aten.upsample_nearest2d.default,
@@ -318,7 +320,8 @@ EAGER_AUTOGRAD: frozenset[torch._ops.OpOverload] = frozenset({
     aten.multi_margin_loss.default,
     aten.multilabel_margin_loss_forward.default,
 })
-AUTOGRAD_REWRITES_LEFT_TO_TORCH = frozenset({aten.native_batch_norm.default, aten.cudnn_batch_norm.default})
+AUTOGRAD_REWRITES_LEFT_TO_TORCH = frozenset({aten.native_batch_norm.default, aten.cudnn_batch_norm.default,
+                                             aten.miopen_batch_norm.default})
 
 
 def is_random(op: Any) -> bool:
