@@ -56,6 +56,9 @@ _LOWERED_WHOLE: dict[torch._ops.OpOverload, str] = {
                     "rounds the product and the sum apart"),
     aten.sigmoid_backward.default: "lowered whole in eager's order, grad * (1 - y) * y (lowering/fma.py); its "
                                    "decomposition multiplies y * (1 - y) first",
+    aten.detach.default: "a view, as alias is (lowering/views.py); decomposed to alias, the copy that autograd saves "
+                         "for a scan's backward (detach, clone) was recomputed from an output, which scan's autograd "
+                         "then returned twice and refused ('scan might be aliasing', Inductor too)",
 }
 
 

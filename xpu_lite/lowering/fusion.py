@@ -289,7 +289,7 @@ def _own_space(node: torch.fx.Node) -> Space:
 
 
 # views that keep the row-major order of elements: a row value read through one is itself
-_ORDER_PRESERVING = frozenset({aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.alias.default,
+_ORDER_PRESERVING = frozenset({aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.alias.default, aten.detach.default,
                                aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default})
 
 

@@ -39,7 +39,7 @@ VIEW_OPS: frozenset[Any] = frozenset(
     {
         aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.permute.default,
         aten.transpose.int, aten.t.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.default,
-        aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default,
+        aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default, aten.detach.default,
         aten.diagonal.default, aten.unfold.default, aten.as_strided.default,
     }
 )
