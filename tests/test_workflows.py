@@ -6,6 +6,7 @@ with a KV cache. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 
@@ -14,6 +15,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 import xpu_lite
+from xpu_lite.report import capture
 
 from .conftest import assert_bitwise
 from .test_kernels import ATOL, RTOL
@@ -292,6 +294,69 @@ def test_scan_and_map_compile_their_subgraphs(device: str, mode: str) -> None:
         assert rows[graph, op] == ("fallback", f"control flow: eager's {op} calls its subgraphs, each compiled as a graph of "
                                                "its own"), rows
         assert rows[f"{graph}_{body}", node][0] == ("fallback" if mode == "lite" else "kernel"), rows
+
+
+@pytest.mark.parametrize("mode", (*MODES, "region"))
+def test_scan_over_a_transposed_input(device: str, mode: str) -> None:
+    """An RNN over time of a batch-first input, `scan(step, h, x.transpose(0, 1))`, whose
+    carry is the tanh that its backward reads:
+    - eager's scan passes each step a strided row of x. In lite mode every op of the step
+      is eager's and reads the rows as they are (a contiguous copy sums in another order:
+      this test's sums differed in the last bit, tried 2026-11-27);
+    - with kernels, the backward scan's first carry is a zero-stride gradient, so its step
+      is traced again from contiguous operands and compiled (it was left to eager);
+    - in a compile region (`region`: lite mode, the scan inside `compile_region()`) the
+      compile failed with "scan might be aliasing the input or the output!", as Inductor's
+      does: regions decomposed `detach` to `alias`, and scan's autograd then recomputed the
+      saved copy of the carry from the carry itself and returned it twice."""
+    from torch._higher_order_ops import scan
+
+    def recurrence(h: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        def step(c: torch.Tensor, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            new = torch.tanh(row @ w + c) + row.sum() / 64
+            return new.tanh(), (new * row).sum(1)
+        with xpu_lite.compile_region() if mode == "region" else contextlib.nullcontext():
+            carry, ys = scan(step, h, x.transpose(0, 1))
+        return carry.sum() + ys.sin().sum()
+
+    compile_mode = "default" if mode == "default" else "lite"
+    inputs = [torch.randn(*shape, device=device) for shape in ((16, 24), (16, 5, 24), (24, 24))]
+    got, want = [[t.clone().requires_grad_() for t in inputs] for _ in range(2)]
+    with capture() as reports:
+        actual = _compile(recurrence, compile_mode, dynamic=True)(*got)
+        actual.backward()
+    expected = recurrence(*want)
+    expected.backward()
+    _check(mode if mode != "region" else "default", (actual, *(t.grad for t in got)), (expected, *(t.grad for t in want)))
+
+    backward = next(r for r in reports if r.kind == "backward" and not r.subgraph)
+    scan_row = next(row for row in backward.rows() if row[2] == "scan")
+    assert scan_row[3:] == ("fallback", "control flow: eager's scan calls its subgraphs, each compiled as a graph of its own")
+    step = next(r for r in reports if r.kind == "backward" and r.subgraph)
+    assert bool(step.kernels) == (mode != "lite"), step.summary_line()
+
+
+def test_scan_whose_step_would_change_layout_calls_it_as_traced(device: str) -> None:
+    """A carry that starts transposed (`h.t()`) keeps that layout through the step, and the
+    graph reads scan's last carry at it. Traced again from contiguous operands, the step's
+    carry would be contiguous: so it is not, and eager's scan calls the step as traced,
+    with the reason. Compiled from the contiguous trace, the result was wrong (tried
+    2026-11-27)."""
+    from torch._higher_order_ops import scan
+
+    def scanned(h: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        carry, ys = scan(lambda c, row: ((c * 0.5 + row).tanh(), (c * row).sum(1)), h.t(), x)
+        return carry * torch.arange(carry.numel(), device=device).view(carry.shape), ys
+
+    h, x = torch.randn(3, 6, device=device), torch.randn(4, 6, 3, device=device)
+    with capture() as reports:
+        actual = _compile(scanned, "default", dynamic=True)(h, x)
+    torch.testing.assert_close(actual, scanned(h, x), rtol=RTOL, atol=ATOL)
+    assert [r.name for r in reports if r.subgraph] == []
+    scan_row = next(row for row in reports[0].rows() if row[2] == "scan")
+    assert scan_row[3:] == ("fallback", "control flow: eager's scan calls its subgraphs as traced, not compiled: its kernels read "
+                                        "operands at the traced strides, which the slices it passes need not have, and it cannot "
+                                        "be traced from contiguous ones: an output would have other strides")
 
 
 @torch.compiler.nested_compile_region

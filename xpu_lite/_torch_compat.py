@@ -34,6 +34,7 @@ __all__ = [
     "below_autograd",
     "enable_python_dispatcher",
     "fake_mode_of",
+    "trace_contiguous",
     "real_tensors",
     "free_unbacked_symbols",
     "statically_known_true",
@@ -454,6 +455,19 @@ def real_tensors() -> contextlib.AbstractContextManager[Any]:
 def fake_mode_of(tensor: torch.Tensor) -> Any:
     """The FakeTensorMode a traced value belongs to (None for a real tensor)."""
     return getattr(tensor, "fake_mode", None)
+
+
+def trace_contiguous(gm: torch.fx.GraphModule) -> None:
+    """Trace gm's node values (meta["val"]) again, under their FakeTensorMode, from contiguous
+    tensor inputs of the traced sizes (FakeTensorProp: not backward compatible upstream)."""
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    inputs = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    fake_mode = next(fake_mode_of(val) for val in inputs if isinstance(val, torch.Tensor))
+    with fake_mode:
+        inputs = [torch.empty(val.shape, dtype=val.dtype, device=val.device) if isinstance(val, torch.Tensor) else val
+                  for val in inputs]
+    FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
 
 
 def fake_tensor_device(example_inputs: Iterable[Any], gm: torch.fx.GraphModule) -> str:

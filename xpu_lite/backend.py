@@ -25,7 +25,8 @@ from .config import LiteConfig, parse_config
 from .debug import write_stage
 from .decomp import DecompPlan, build_plan, recompose, tracing
 from .decomp.regions import in_region_meta
-from .lowering import SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError, ir, partition
+from .lowering import (SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError,
+                       ir, partition)
 from .lowering.fusion import fuse
 from .lowering.kernel_builder import Group
 from .lowering.space import contiguous_strides, strides_of
@@ -106,11 +107,19 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     name = f"{graph}_{stage}"
     config = plan.config
     at = len(reports)
-    compiled = {}  # id of a subgraph's GraphModule -> its compiled Subgraph, which the wrapper holds instead
-    for attr, sub, contiguous in _subgraphs(gm):
-        inner = "_".join(filter(None, (subgraph, attr)))
-        call = _compile_graph(sub, plan, graph, kind, device_type, reports, inner)
-        compiled[id(sub)] = Subgraph(f"{graph}_{kind}_{inner}", call, contiguous)
+    compiled: dict[int, Subgraph] = {}  # id of a subgraph's GraphModule -> its Subgraph, which the wrapper holds instead
+    for node, subs in _subgraph_calls(gm):
+        at_node, calls = len(reports), {}
+        for attr, sub in subs:
+            if id(sub) not in compiled:
+                inner = "_".join(filter(None, (subgraph, attr)))
+                calls[id(sub)] = _compile_subgraph(sub, node.target in _SLICING, plan, graph, kind, device_type, reports, inner)
+        if why := next((call for call in calls.values() if isinstance(call, str)), None):
+            del reports[at_node:]
+            node.meta[SUBGRAPHS_AS_TRACED] = why
+            continue
+        compiled.update(calls)
+        node.meta[SUBGRAPHS_COMPILED] = True
     started = time.perf_counter()  # the subgraphs' time is in their own reports
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
@@ -149,29 +158,70 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     return load_wrapper(code)
 
 
-def _subgraphs(gm: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule, tuple[int, ...]]]:
-    """(attribute, GraphModule, positions of its inputs traced contiguous) of each subgraph
-    that gm's control-flow nodes call (cond, while_loop, invoke_subgraph, scan, map), once
-    each; each such node is marked SUBGRAPHS_COMPILED for the partition. scan's and map's
-    only where every tensor input was traced contiguous (Subgraph makes the slices they pass
-    contiguous). A subgraph of a node in a compile region is marked as in the region too
-    (lite mode)."""
-    found: list[tuple[str, torch.fx.GraphModule, tuple[int, ...]]] = []
+def _subgraph_calls(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, list[tuple[str, torch.fx.GraphModule]]]]:
+    """Each of gm's control-flow nodes (cond, while_loop, invoke_subgraph, scan, map) with
+    the subgraphs it calls, (attribute, GraphModule). A subgraph of a node in a compile
+    region is marked as in the region too (lite mode)."""
+    found = []
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target not in _SUBGRAPH_OPERATORS:
             continue
         subs = [(str(a.target), getattr(gm, a.target)) for a in node.args if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
-        subs = [(attr, sub, _contiguous_inputs(sub)) for attr, sub in subs if isinstance(sub, torch.fx.GraphModule)]
-        if node.target in _SLICING and any(len(contiguous) < _tensor_inputs(sub) for _, sub, contiguous in subs):
-            continue
-        node.meta[SUBGRAPHS_COMPILED] = True
-        for attr, sub, contiguous in subs:
-            if all(sub is not seen for _, seen, _ in found):
-                if in_region_meta(node.meta):
-                    for inner in sub.graph.nodes:
-                        inner.meta["custom"] = {**node.meta["custom"], **(inner.meta.get("custom") or {})}
-                found.append((attr, sub, contiguous))
+        subs = [(attr, sub) for attr, sub in subs if isinstance(sub, torch.fx.GraphModule)]
+        if in_region_meta(node.meta):
+            for _, sub in subs:
+                for inner in sub.graph.nodes:
+                    inner.meta["custom"] = {**node.meta["custom"], **(inner.meta.get("custom") or {})}
+        found.append((node, subs))
     return found
+
+
+def _compile_subgraph(sub: torch.fx.GraphModule, slicing: bool, plan: DecompPlan, graph: str, kind: str, device_type: str,
+                      reports: list[GraphReport], inner: str) -> Subgraph | str:
+    """sub compiled as a graph of its own. Without kernels it takes its operands as eager's op
+    passes them: every op is eager's, and reads them as they are. With kernels, which read
+    each operand at its traced strides, an operand traced contiguous is made contiguous per
+    call (a no-op where it is). scan and map (`slicing`) pass slices they cut, whose strides
+    need not be the traced ones (a zero-stride gradient as the first carry): there, sub's
+    values are traced again from contiguous operands first; where that cannot be, why (the
+    op then calls sub as traced)."""
+    at = len(reports)
+    call = _compile_graph(sub, plan, graph, kind, device_type, reports, inner)
+    if not reports[at].kernels:
+        return Subgraph(f"{graph}_{kind}_{inner}", call, ())
+    if slicing and len(_contiguous_inputs(sub)) < _tensor_inputs(sub):
+        del reports[at:]
+        if problem := _trace_contiguous(sub):
+            return (f"its kernels read operands at the traced strides, which the slices it passes need not have, and it "
+                    f"cannot be traced from contiguous ones: {problem}")
+        call = _compile_graph(sub, plan, graph, kind, device_type, reports, inner)
+    return Subgraph(f"{graph}_{kind}_{inner}", call, _contiguous_inputs(sub))
+
+
+def _trace_contiguous(gm: torch.fx.GraphModule) -> str | None:
+    """Trace gm's values again from contiguous operands; else (gm unchanged) why not: the trace
+    fails, changes the strides of an output (the op's result, such as scan's last carry, has
+    the strides traced from gm's outputs as they were), or gm calls subgraphs of its own
+    (traced from gm's values as they were)."""
+    if any(node.op == "get_attr" and isinstance(getattr(gm, node.target), torch.fx.GraphModule) for node in gm.graph.nodes):
+        return "it calls subgraphs of its own, traced from its values as they were"
+    saved = [(node, dict(node.meta)) for node in gm.graph.nodes]
+    before = _output_strides(gm)
+    try:
+        compat.trace_contiguous(gm)
+        problem = None if _output_strides(gm) == before else "an output would have other strides"
+    except Exception as exc:  # noqa: BLE001 - any failure keeps the traced values and eager's op
+        problem = f"the trace fails ({type(exc).__name__}: {exc})"
+    if problem:
+        for node, meta in saved:
+            node.meta = meta
+    return problem
+
+
+def _output_strides(gm: torch.fx.GraphModule) -> list[tuple[Any, ...] | None]:
+    outputs: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(next(n for n in gm.graph.nodes if n.op == "output").args[0], outputs.append)
+    return [strides_of(val) if isinstance(val := node.meta.get("val"), torch.Tensor) else None for node in outputs]
 
 
 def _inputs(gm: torch.fx.GraphModule) -> list[Any]:

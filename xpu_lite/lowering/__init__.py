@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .decisions import SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
+from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .partition import partition
 from . import adaptive, division, fma, gather, indexing, pointwise, pooling, reduction, scatter, shifts  # noqa: F401  (fill LOWERINGS)
 from .registry import LOWERINGS
@@ -28,4 +28,5 @@ LOWERINGS.decline(
     why="an allocation: no values for a kernel to compute, aten allocates",
 )
 
-__all__ = ["SUBGRAPHS_COMPILED", "Decision", "DecisionKind", "FallbackKind", "FallbackReason", "LoweringError", "partition", "LOWERINGS"]
+__all__ = ["SUBGRAPHS_AS_TRACED", "SUBGRAPHS_COMPILED", "Decision", "DecisionKind", "FallbackKind", "FallbackReason", "LoweringError",
+           "partition", "LOWERINGS"]

@@ -16,6 +16,7 @@ class DecisionKind(enum.Enum):
 
 
 SUBGRAPHS_COMPILED = "xpu_lite_subgraphs_compiled"  # node.meta key: a control-flow node whose subgraphs backend.py compiled
+SUBGRAPHS_AS_TRACED = "xpu_lite_subgraphs_as_traced"  # node.meta key: why backend.py left a control-flow node's subgraphs uncompiled
 
 
 class FallbackKind(enum.Enum):

@@ -14,7 +14,7 @@ import torch.fx
 from .. import _torch_compat as compat
 from ..config import LiteConfig
 from ..decomp import DecompPlan, in_region_meta, is_random, own_decomposition_reason
-from .decisions import SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
+from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
 from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
 
@@ -76,6 +76,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     if node.meta.get(SUBGRAPHS_COMPILED):
         return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} calls its subgraphs, each compiled as a graph "
                                                    "of its own")
+    if why := node.meta.get(SUBGRAPHS_AS_TRACED):
+        return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} calls its subgraphs as traced, not compiled: {why}")
     if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)  # attention, random only by its dropout
     if target in kept:
