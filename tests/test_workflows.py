@@ -359,6 +359,29 @@ def test_scan_whose_step_would_change_layout_calls_it_as_traced(device: str) -> 
                                         "be traced from contiguous ones: an output would have other strides")
 
 
+def test_scan_step_without_kernels_passing_a_view_to_a_cond_with_kernels(device: str) -> None:
+    """The step is only a cond, with no kernel of its own, and passes it `row.t()`: the
+    branches' kernels read that operand at the strides traced from a contiguous row, so the
+    step makes its rows contiguous as a step with kernels does. Taken as eager's scan
+    passes them (strided rows of x.transpose(0, 1)), the results were wrong (tried
+    2026-11-27)."""
+    from torch._higher_order_ops import scan
+
+    def scanned(h: torch.Tensor, x: torch.Tensor, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        def step(c: torch.Tensor, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return torch.cond(p, lambda r, c: ((r * 2).t().sin() + c, r.t() * c),
+                              lambda r, c: ((r - 1).t().cos() * c, r.t() + c), (row.t(), c))
+        return scan(step, h, x.transpose(0, 1))
+
+    inputs = (torch.randn(6, 3, device=device), torch.randn(6, 4, 3, device=device), torch.tensor(True, device=device))
+    with capture() as reports:
+        actual = _compile(scanned, "default", dynamic=True)(*inputs)
+    torch.testing.assert_close(actual, scanned(*inputs), rtol=RTOL, atol=ATOL)
+    assert [(r.subgraph, bool(r.kernels)) for r in reports] == [
+        ("", False), ("scan_combine_graph_0", False), ("scan_combine_graph_0_true_graph_0", True),
+        ("scan_combine_graph_0_false_graph_0", True)]
+
+
 @torch.compiler.nested_compile_region
 def _block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (x @ w).relu().sin() * 2

@@ -178,8 +178,10 @@ def _subgraph_calls(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, list[
 
 def _compile_subgraph(sub: torch.fx.GraphModule, slicing: bool, plan: DecompPlan, graph: str, kind: str, device_type: str,
                       reports: list[GraphReport], inner: str) -> Subgraph | str:
-    """sub compiled as a graph of its own. Without kernels it takes its operands as eager's op
-    passes them: every op is eager's, and reads them as they are. With kernels, which read
+    """sub compiled as a graph of its own. Without kernels, its subgraphs' included, it takes
+    its operands as eager's op passes them: every op is eager's, and reads them as they are
+    (a subgraph it calls reads its values, so one with kernels needs them as traced, which
+    making sub's operands contiguous gives where it was traced so). With kernels, which read
     each operand at its traced strides, an operand traced contiguous is made contiguous per
     call (a no-op where it is). scan and map (`slicing`) pass slices they cut, whose strides
     need not be the traced ones (a zero-stride gradient as the first carry): there, sub's
@@ -187,7 +189,7 @@ def _compile_subgraph(sub: torch.fx.GraphModule, slicing: bool, plan: DecompPlan
     op then calls sub as traced)."""
     at = len(reports)
     call = _compile_graph(sub, plan, graph, kind, device_type, reports, inner)
-    if not reports[at].kernels:
+    if not any(report.kernels for report in reports[at:]):
         return Subgraph(f"{graph}_{kind}_{inner}", call, ())
     if slicing and len(_contiguous_inputs(sub)) < _tensor_inputs(sub):
         del reports[at:]
