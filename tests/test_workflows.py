@@ -181,6 +181,37 @@ def test_custom_op_is_called_as_itself(device: str, mode: str) -> None:
     assert "torch.ops.xpu_lite_test.scaled_sin.default(" in reports[0].source
 
 
+@torch.library.custom_op("xpu_lite_test::scale_", mutates_args=("x",))
+def _scale_(x: torch.Tensor, factor: float) -> None:
+    x.mul_(factor)
+
+
+@_scale_.register_fake
+def _(x: torch.Tensor, factor: float) -> None:
+    return None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_custom_op_that_writes_its_input(device: str, mode: str) -> None:
+    """A custom op that mutates an argument, on an intermediate and on a graph input: traced
+    as `auto_functionalized_v2`, which eager runs (a copy of what the op writes, then the
+    op); the graph input is written once, as in eager."""
+    def f(x: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        _scale_(y, 3.0)
+        _scale_(buffer, 2.0)
+        return y.cos() + buffer
+
+    x, buffer = torch.randn(5, 4, device=device), torch.randn(4, device=device)
+    got, want = buffer.clone(), buffer.clone()
+    with capture() as reports:
+        actual = _compile(f, mode, dynamic=True)(x, got)
+    _check(mode, (actual, got), (f(x, want), want))
+    reasons = {row[4] for row in reports[0].rows() if row[2] == "auto_functionalized_v2"}
+    assert reasons == {"outside region: lite mode: not in a compile region" if mode == "lite" else
+                       "no lowering: a higher-order op (auto_functionalized_v2) left to eager"}, reasons
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_vmap_inside_the_function(device: str, mode: str) -> None:
     weight = torch.randn(8, 4, device=device)

@@ -163,7 +163,8 @@ class LoweringRegistry:
         if entry is not None:
             return entry.checker(node)
         if is_higher_order(node.target):  # with_effects, flex_attention, ... (those backend.py compiles: partition.py)
-            return f"a higher-order op ({node.target.name()}) left to eager, subgraphs and all"
+            calls_subgraphs = any(isinstance(a, torch.fx.Node) and a.op == "get_attr" for a in node.args)
+            return f"a higher-order op ({node.target.name()}) left to eager{', subgraphs and all' if calls_subgraphs else ''}"
         return "no Triton lowering for this op yet"
 
     def declined(self, op: Any) -> str | None:
