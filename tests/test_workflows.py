@@ -193,23 +193,69 @@ def _(x: torch.Tensor, factor: float) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_custom_op_that_writes_its_input(device: str, mode: str) -> None:
-    """A custom op that mutates an argument, on an intermediate and on a graph input: traced
-    as `auto_functionalized_v2`, which eager runs (a copy of what the op writes, then the
-    op); the graph input is written once, as in eager."""
-    def f(x: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:
+    """A custom op that mutates an argument, on an intermediate and on a graph input (a
+    cache): traced as `auto_functionalized_v2`, which eager's implementation runs on copies.
+    Nothing reads either old value later, so both are written in place, as eager's
+    program does (no copy of the cache, whose copy back into the input is then a no-op);
+    the input is written once."""
+    def f(x: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
         y = x.sin()
         _scale_(y, 3.0)
-        _scale_(buffer, 2.0)
-        return y.cos() + buffer
+        _scale_(cache, 2.0)
+        return y.cos() + cache
 
-    x, buffer = torch.randn(5, 4, device=device), torch.randn(4, device=device)
-    got, want = buffer.clone(), buffer.clone()
+    x, cache = torch.randn(5, 4, device=device), torch.randn(4, device=device)
+    got, want = cache.clone(), cache.clone()
     with capture() as reports:
         actual = _compile(f, mode, dynamic=True)(x, got)
     _check(mode, (actual, got), (f(x, want), want))
+    calls = [line for line in reports[0].source.splitlines() if "auto_functionalized_v2(" in line]
+    assert len(calls) == 2 and all("_only_clone_these_bases=()" in line for line in calls), calls
     reasons = {row[4] for row in reports[0].rows() if row[2] == "auto_functionalized_v2"}
-    assert reasons == {"outside region: lite mode: not in a compile region" if mode == "lite" else
-                       "no lowering: a higher-order op (auto_functionalized_v2) left to eager"}, reasons
+    reason = ("outside region: lite mode: not in a compile region" if mode == "lite" else
+              "no lowering: a higher-order op (auto_functionalized_v2) left to eager")
+    assert reasons == {f"{reason}; the op writes its inputs in place, as in eager (nothing reads their old values later)"}
+
+
+def test_custom_op_writes_in_place_only_where_nothing_reads_the_old_value() -> None:
+    """codegen/reinplace.py on graphs that call auto_functionalized_v2 themselves: a base
+    whose old value is read later, and a graph input that no `copy_` writes back (the
+    program does not mutate it) or that is read before its `copy_`, are copied."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from xpu_lite.codegen.reinplace import plan_reinplace
+
+    def scaled(base: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.ops.higher_order.auto_functionalized_v2(torch.ops.xpu_lite_test.scale_.default, factor=3.0,
+                                                             _x_base_index=0, _all_bases=[base])
+
+    def old_read_later(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        return scaled(y)[1] + y
+
+    def only_new_read(x: torch.Tensor) -> torch.Tensor:
+        return scaled(x.sin())[1] + 1
+
+    def input_not_written_back(x: torch.Tensor) -> torch.Tensor:
+        return scaled(x)[1] + 1
+
+    def input_written_back(x: torch.Tensor) -> torch.Tensor:
+        new = scaled(x)[1]
+        result = new + 1
+        x.copy_(new)
+        return result
+
+    def input_read_before_written_back(x: torch.Tensor) -> torch.Tensor:
+        new = scaled(x)[1]
+        result = new + x
+        x.copy_(new)
+        return result
+
+    plans = {f.__name__: plan_reinplace(make_fx(f, tracing_mode="fake")(torch.randn(4)))
+             for f in (old_read_later, only_new_read, input_not_written_back, input_written_back, input_read_before_written_back)}
+    in_place = {"auto_functionalized_v2": ()}
+    assert plans == {"old_read_later": {}, "only_new_read": in_place, "input_not_written_back": {},
+                     "input_written_back": in_place, "input_read_before_written_back": {}}, plans
 
 
 @pytest.mark.parametrize("mode", MODES)

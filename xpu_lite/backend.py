@@ -19,7 +19,7 @@ import torch.fx
 
 from . import _torch_compat as compat
 from .codegen import (CallPlan, generate_wrapper, plan_bindings, plan_host_values, plan_identities, plan_inplace, plan_prims,
-                      plan_writebacks)
+                      plan_reinplace, plan_writebacks)
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -128,7 +128,8 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     identities = plan_identities(gm, decisions)
     bindings = plan_bindings(gm, decisions, inplace) if config.eager_bindings else {}
     calls = CallPlan(inplace, {n: b for n, b in bindings.items() if n not in identities}, identities, plan_prims(gm, decisions),
-                     plan_host_values(gm, decisions, groups), plan_writebacks(gm, groups))
+                     plan_host_values(gm, decisions, groups), plan_writebacks(gm, groups),
+                     plan_reinplace(gm) if config.reuse_buffers else {})
     for node, note in calls.notes():  # explain() says so next to the fallback's reason
         d = decisions[node]
         decisions[node] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, note))))

@@ -3,7 +3,8 @@
 Each planner decides one kind, by node name: codegen/inplace.py (in-place variants),
 bindings.py (eager's Python bindings), identities.py (detaches that are their input),
 prims.py (prims ops called as the aten op they run; host float casts done in Python),
-writebacks.py (an input's copy_ whose kernel stores into the input).
+writebacks.py (an input's copy_ whose kernel stores into the input), reinplace.py (custom
+ops that write their inputs, called on them).
 backend.compile_graph gathers them; wrapper.py reads the plan; explain() shows its notes.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ class CallPlan:
     prims: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/prims.py
     host_values: dict[str, torch.dtype] = dataclasses.field(default_factory=dict)  # casts computed in Python, codegen/prims.py
     writebacks: dict[str, str] = dataclasses.field(default_factory=dict)  # copy_ -> the node stored into its input, writebacks.py
+    copied_bases: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # auto_functionalized_v2, reinplace.py
 
     def notes(self) -> list[tuple[str, str]]:
         """(node, what explain() says of the call) for every planned fallback."""
@@ -35,4 +37,6 @@ class CallPlan:
             *((n, "no call: a host float the kernels read by value, cast in Python as eager's copy does")
               for n in self.host_values),
             *((n, f"no call: the kernel computing {v} stores it into the input in place") for n, v in self.writebacks.items()),
+            *((n, "the op writes its inputs in place, as in eager (nothing reads their old values later)"
+                  + (f"; copies bases {list(c)} first" if c else "")) for n, c in self.copied_bases.items()),
         ]

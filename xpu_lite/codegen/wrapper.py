@@ -267,6 +267,8 @@ class _WrapperBuilder:
         else:
             variant = self.calls.inplace.get(node.name)
             op, args, kwargs = variant or target, node.args, node.kwargs
+            if node.name in self.calls.copied_bases:  # the others are written in place (reinplace.py)
+                kwargs = {**kwargs, "_only_clone_these_bases": self.calls.copied_bases[node.name]}
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
             if node.name in self.calls.prims:
                 op, (args, kwargs) = self.calls.prims[node.name], aten_arguments(node)
