@@ -4,7 +4,9 @@ Inductor, measured side by side in one process, dynamic=True.
     python benchmarks/bench_lite.py [--device cpu] [--no-inductor] [--no-training] [--write docs/benchmarks.md]
 
 Cases: the demo's 4-layer transformer block and a 50-op pointwise chain, each at four
-sizes, in inference; and a training step of the block (forward, sum, backward). Ratios, not
+sizes, in inference; a custom op writing rows into a 64 MiB cache (a graph input it
+mutates: `auto_functionalized_v2`, copies unless written in place); and a training step of
+the block (forward, sum, backward). Ratios, not
 absolute times, are what carry over between machines.
 """
 from __future__ import annotations
@@ -33,6 +35,26 @@ def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
         x = torch.sin(x) * 1.01 + 0.1
         x = torch.relu(x) - 0.01 * i
     return x
+
+
+@torch.library.custom_op("xpu_lite_bench::write_rows_", mutates_args=("cache",))
+def write_rows_(cache: torch.Tensor, position: int, rows: torch.Tensor) -> None:
+    """A KV-cache update as serving code writes one: rows stored into a preallocated cache."""
+    cache[position:position + rows.shape[0]].copy_(rows)
+
+
+@write_rows_.register_fake
+def _(cache: torch.Tensor, position: int, rows: torch.Tensor) -> None:
+    return None
+
+
+def cache_update(cache: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """One decoding step's cache write and a read of what it wrote: the cache (64 MiB) is
+    a graph input the custom op mutates."""
+    def step(rows: torch.Tensor) -> torch.Tensor:
+        write_rows_(cache, 7, rows * 2)
+        return cache[7:7 + rows.shape[0]].sum(0)
+    return step
 
 
 def training_step(model: torch.nn.Module) -> Callable[..., Callable[[torch.Tensor], None]]:
@@ -115,6 +137,8 @@ def main() -> int:
     cases = [
         ("transformer block" + no_region, inference(block), sizes, args.repeat),
         ("50-op pointwise", inference(pointwise_chain), [torch.randn(n, device=device) for n in (1000, 3000, 10000, 30000)], args.repeat),
+        ("custom-op cache write", inference(cache_update(torch.zeros(16384, 1024, device=device))),
+         [torch.randn(n, 1024, device=device) for n in (1, 2, 4, 8)], max(args.repeat // 4, 5)),
     ]
     if not args.no_training:  # not a target of the issue: what a training step costs, for users
         trained = TransformerStack(region=device.type != "cpu").to(device)
