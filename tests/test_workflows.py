@@ -193,24 +193,28 @@ def _(x: torch.Tensor, factor: float) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_custom_op_that_writes_its_input(device: str, mode: str) -> None:
-    """A custom op that mutates an argument, on an intermediate and on a graph input (a
-    cache): traced as `auto_functionalized_v2`, which eager's implementation runs on copies.
-    Nothing reads either old value later, so both are written in place, as eager's
-    program does (no copy of the cache, whose copy back into the input is then a no-op);
-    the input is written once."""
-    def f(x: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
+    """A custom op that mutates an argument: on an intermediate, on a graph input (a cache),
+    and on a slice of another. Each is traced as `auto_functionalized_v2`, which eager's
+    implementation runs on copies. Nothing reads the old values later, so all are written in
+    place, as eager's program does: no copy of the caches, whose copy back into the input
+    is then a no-op. Where the op writes whole tensors, the wrapper calls the op itself; for
+    the slice, the higher-order op with no base to copy. The inputs are written once."""
+    def f(x: torch.Tensor, cache: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         y = x.sin()
         _scale_(y, 3.0)
         _scale_(cache, 2.0)
-        return y.cos() + cache
+        _scale_(other[1:3], 0.5)
+        return y.cos() + cache + other.sum(0)
 
-    x, cache = torch.randn(5, 4, device=device), torch.randn(4, device=device)
-    got, want = cache.clone(), cache.clone()
+    x, cache, other = torch.randn(5, 4, device=device), torch.randn(4, device=device), torch.randn(4, 4, device=device)
+    got, want = (cache.clone(), other.clone()), (cache.clone(), other.clone())
     with capture() as reports:
-        actual = _compile(f, mode, dynamic=True)(x, got)
-    _check(mode, (actual, got), (f(x, want), want))
-    calls = [line for line in reports[0].source.splitlines() if "auto_functionalized_v2(" in line]
-    assert len(calls) == 2 and all("_only_clone_these_bases=()" in line for line in calls), calls
+        actual = _compile(f, mode, dynamic=True)(x, *got)
+    _check(mode, (actual, *got), (f(x, *want), *want))
+    lines = reports[0].source.splitlines()
+    assert sum("torch.ops.xpu_lite_test.scale_.default(x=" in line for line in lines) == 2, reports[0].source
+    assert [line.split("(", 1)[0].split("= ")[1] for line in lines if "auto_functionalized_v2(" in line and
+            "_only_clone_these_bases=()" in line] == ["torch.ops.higher_order.auto_functionalized_v2"], reports[0].source
     reasons = {row[4] for row in reports[0].rows() if row[2] == "auto_functionalized_v2"}
     reason = ("outside region: lite mode: not in a compile region" if mode == "lite" else
               "no lowering: a higher-order op (auto_functionalized_v2) left to eager")

@@ -89,3 +89,26 @@ def _storage(node: torch.fx.Node) -> int | None:
         return val.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError):
         return None
+
+
+def direct_call(node: torch.fx.Node) -> tuple[torch._ops.OpOverload, dict[str, Any], int] | None:
+    """(op, its keyword arguments, how many values it returns) of an auto_functionalized_v2
+    node whose every mutable argument is a base itself (not a view of one), for the wrapper
+    to call the op itself where every base is written in place, as eager does, without the
+    higher-order op's dispatch; None for anything else (views, lists, a higher-order op as
+    the op, an argument encoding this does not know)."""
+    op = node.args[0] if node.args else None
+    if node.target is not _AUTO_FUNCTIONALIZED or not isinstance(op, torch._ops.OpOverload):
+        return None
+    kwargs = {k: v for k, v in node.kwargs.items() if k != "_only_clone_these_bases"}
+    bases = kwargs.pop("_all_bases", [])
+    call = {}
+    for arg in op._schema.arguments:
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            index = kwargs.pop(f"_{arg.name}_base_index", None)
+            if not isinstance(arg.type, torch.TensorType) or not isinstance(index, int):
+                return None
+            call[arg.name] = bases[index]
+        elif arg.name in kwargs:
+            call[arg.name] = kwargs.pop(arg.name)
+    return None if kwargs else (op, call, len(op._schema.returns))

@@ -32,6 +32,7 @@ from .calls import CallPlan
 from .emitter import Emitter
 from .printer import pexpr
 from .prims import aten_arguments, host_cast
+from .reinplace import direct_call
 from .triton import kernel_signature
 
 aten = torch.ops.aten
@@ -268,6 +269,9 @@ class _WrapperBuilder:
             variant = self.calls.inplace.get(node.name)
             op, args, kwargs = variant or target, node.args, node.kwargs
             if node.name in self.calls.copied_bases:  # the others are written in place (reinplace.py)
+                if self.calls.copied_bases[node.name] == () and (direct := direct_call(node)) is not None:
+                    self._emit_direct_call(body, node, var, *direct)
+                    return
                 kwargs = {**kwargs, "_only_clone_these_bases": self.calls.copied_bases[node.name]}
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
             if node.name in self.calls.prims:
@@ -277,6 +281,14 @@ class _WrapperBuilder:
             if binding is not None:
                 comment += f" [{op}]"
             body.line(f"{var} = {binding or self._call_text(op)}({self._call_args(args, kwargs)})", comment)
+
+    def _emit_direct_call(self, body: Emitter, node: torch.fx.Node, var: str, op: torch._ops.OpOverload,
+                          kwargs: dict[str, Any], returns: int) -> None:
+        """auto_functionalized_v2 with every base written in place: the op itself on them, and
+        the tuple the higher-order op returns (the op's results, then the bases)."""
+        call = f"{self._call_text(op)}({self._call_args((), kwargs)})"
+        bases = "".join(f", {self._src(base)}" for base in node.kwargs["_all_bases"])
+        body.line(f"{var} = ({'*' if returns > 1 else ''}{call}{bases})", f"{node.name} (the op itself, writing its inputs in place)")
 
     def _emit_group(self, body: Emitter, group: Group) -> None:
         kernel = group.kernel
