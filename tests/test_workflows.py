@@ -421,8 +421,8 @@ def test_scan_whose_step_would_change_layout_calls_it_as_traced(device: str) -> 
     """A carry that starts transposed (`h.t()`) keeps that layout through the step, and the
     graph reads scan's last carry at it. Traced again from contiguous operands, the step's
     carry would be contiguous: so it is not, and eager's scan calls the step as traced,
-    with the reason. Compiled from the contiguous trace, the result was wrong (tried
-    2026-11-27)."""
+    with the reason (strict=True raises: the step's kernel nodes would run eagerly).
+    Compiled from the contiguous trace, the result was wrong (tried 2026-11-27)."""
     from torch._higher_order_ops import scan
 
     def scanned(h: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -438,6 +438,9 @@ def test_scan_whose_step_would_change_layout_calls_it_as_traced(device: str) -> 
     assert scan_row[3:] == ("fallback", "control flow: eager's scan calls its subgraphs as traced, not compiled: its kernels read "
                                         "operands at the traced strides, which the slices it passes need not have, and it cannot "
                                         "be traced from contiguous ones: an output would have other strides")
+    strict = torch.compile(scanned, backend="xpu_lite", dynamic=True, options={"strict": True})
+    with pytest.raises(Exception, match="strict=True and eager's scan calls its subgraphs as traced"):
+        strict(h, x)
 
 
 def test_scan_step_without_kernels_passing_a_view_to_a_cond_with_kernels(device: str) -> None:

@@ -77,7 +77,10 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} calls its subgraphs, each compiled as a graph "
                                                    "of its own")
     if why := node.meta.get(SUBGRAPHS_AS_TRACED):
-        return fallback(FallbackKind.CONTROL_FLOW, f"eager's {target.name()} calls its subgraphs as traced, not compiled: {why}")
+        why = f"eager's {target.name()} calls its subgraphs as traced, not compiled: {why}"
+        if config.strict:  # their kernels' nodes would run eagerly
+            raise LoweringError(op, name, f"strict=True and {why}")
+        return fallback(FallbackKind.CONTROL_FLOW, why)
     if is_random(target) and (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)  # attention, random only by its dropout
     if target in kept:
