@@ -25,6 +25,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..lowering.views import storage_id
+
 _AUTO_FUNCTIONALIZED = torch.ops.higher_order.auto_functionalized_v2
 
 
@@ -34,14 +36,14 @@ def plan_reinplace(gm: torch.fx.GraphModule) -> dict[str, tuple[int, ...]]:
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     by_storage: dict[int, list[torch.fx.Node]] = {}
     for node in gm.graph.nodes:
-        if (key := _storage(node)) is not None:
+        if (key := storage_id(node.meta.get("val"))) is not None:
             by_storage.setdefault(key, []).append(node)
     plan = {}
     for node in gm.graph.nodes:
         if node.target is not _AUTO_FUNCTIONALIZED:
             continue
         bases = list(node.kwargs.get("_all_bases", ()))
-        keys = [_storage(base) if isinstance(base, torch.fx.Node) else None for base in bases]
+        keys = [storage_id(base.meta.get("val")) if isinstance(base, torch.fx.Node) else None for base in bases]
         copied = tuple(i for i, (base, key) in enumerate(zip(bases, keys))
                        if key is None or keys.count(key) > 1 or not _in_place_is_unseen(node, i, base, by_storage[key], order))
         if len(copied) < len(bases):
@@ -53,7 +55,7 @@ def _in_place_is_unseen(node: torch.fx.Node, i: int, base: torch.fx.Node, aliase
                         order: dict[torch.fx.Node, int]) -> bool:
     if base.op == "placeholder":
         written_back = _copy_back(node, i, base)
-        if written_back is None or any(alias.op != "placeholder" and alias.op != "call_function" for alias in aliases):
+        if written_back is None or any(alias.op == "get_attr" for alias in aliases):
             return False
         end = order[written_back]
     elif any(alias.op != "call_function" for alias in aliases):  # a view of an input or a constant
@@ -79,16 +81,6 @@ def _copy_back(node: torch.fx.Node, i: int, base: torch.fx.Node) -> torch.fx.Nod
                 and user.args[1].target is operator.getitem and user.args[1].args == (node, position)):
             return user
     return None
-
-
-def _storage(node: torch.fx.Node) -> int | None:
-    val = node.meta.get("val")
-    if not isinstance(val, torch.Tensor):
-        return None
-    try:
-        return val.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):
-        return None
 
 
 def direct_call(node: torch.fx.Node) -> tuple[torch._ops.OpOverload, dict[str, Any], int] | None:

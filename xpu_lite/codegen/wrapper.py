@@ -268,11 +268,13 @@ class _WrapperBuilder:
         else:
             variant = self.calls.inplace.get(node.name)
             op, args, kwargs = variant or target, node.args, node.kwargs
-            if node.name in self.calls.copied_bases:  # the others are written in place (reinplace.py)
-                if self.calls.copied_bases[node.name] == () and (direct := direct_call(node)) is not None:
-                    self._emit_direct_call(body, node, var, *direct)
+            if (copied := self.calls.copied_bases.get(node.name)) is not None:  # the rest written in place (reinplace.py)
+                if not copied and (direct := direct_call(node)) is not None:  # the op itself, then the bases, as the HOP returns
+                    call, bases = self._call_text(direct[0]), "".join(f", {self._src(b)}" for b in node.kwargs["_all_bases"])
+                    body.line(f"{var} = ({'*' * (direct[2] > 1)}{call}({self._call_args((), direct[1])}){bases})",
+                              f"{node.name} (the op itself, writing its inputs in place)")
                     return
-                kwargs = {**kwargs, "_only_clone_these_bases": self.calls.copied_bases[node.name]}
+                kwargs = {**kwargs, "_only_clone_these_bases": copied}
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
             if node.name in self.calls.prims:
                 op, (args, kwargs) = self.calls.prims[node.name], aten_arguments(node)
@@ -281,14 +283,6 @@ class _WrapperBuilder:
             if binding is not None:
                 comment += f" [{op}]"
             body.line(f"{var} = {binding or self._call_text(op)}({self._call_args(args, kwargs)})", comment)
-
-    def _emit_direct_call(self, body: Emitter, node: torch.fx.Node, var: str, op: torch._ops.OpOverload,
-                          kwargs: dict[str, Any], returns: int) -> None:
-        """auto_functionalized_v2 with every base written in place: the op itself on them, and
-        the tuple the higher-order op returns (the op's results, then the bases)."""
-        call = f"{self._call_text(op)}({self._call_args((), kwargs)})"
-        bases = "".join(f", {self._src(base)}" for base in node.kwargs["_all_bases"])
-        body.line(f"{var} = ({'*' if returns > 1 else ''}{call}{bases})", f"{node.name} (the op itself, writing its inputs in place)")
 
     def _emit_group(self, body: Emitter, group: Group) -> None:
         kernel = group.kernel

@@ -215,8 +215,15 @@ def _same_sizes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.dim() == b.dim() and all(sym_expr(x) == sym_expr(y) for x, y in zip(a.shape, b.shape))
 
 
-def _same_storage(val: torch.Tensor, base: torch.Tensor) -> bool:
+def storage_id(val: Any) -> int | None:
+    """Which storage a traced tensor value lives in (None: not a tensor, or no storage)."""
+    if not isinstance(val, torch.Tensor):
+        return None
     try:
-        return val.untyped_storage()._cdata == base.untyped_storage()._cdata
+        return val.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError):
-        return False
+        return None
+
+
+def _same_storage(val: torch.Tensor, base: torch.Tensor) -> bool:
+    return (storage := storage_id(val)) is not None and storage == storage_id(base)
