@@ -145,6 +145,48 @@ def test_low_precision_norms_against_float64(dtype: torch.dtype, length: int) ->
         _closer_than_eager(actual, fn(x, w, b), reference, LOW_PRECISION_TOL[dtype])
 
 
+MIXED_NORMS = {
+    "layer_norm": lambda x, w, b: F.layer_norm(x, (4,), w, b),
+    "group_norm": lambda x, w, b: F.group_norm(x, 2, w, b),
+    "batch_norm": lambda x, w, b: F.batch_norm(x, None, None, w, b, True),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("norm", list(MIXED_NORMS))
+def test_mixed_dtype_norms_keep_float32_statistics(device: str, norm: str, dtype: torch.dtype) -> None:
+    """A float16/bfloat16 input with float32 parameters (autocast's norms after a bfloat16
+    linear or convolution): eager's kernels keep mean and rstd in float32, and the backward
+    reads them. torch._refs/_decomp round them to the input's dtype (their metas say so),
+    and the input gradient of a sum of normalized values with unit weight, exactly zero,
+    came out at the dtype's rounding of each row (4e-3 in bfloat16 training of a small
+    autocast block; eager's 3e-16). decomp/normalization.py float32_statistics: here within
+    1e-5 of zero, as eager's, at three sizes, one graph; outputs and parameter gradients
+    against a float64 reference within 2x eager's error plus a rounding step."""
+    fn = MIXED_NORMS[norm]
+    w, b = torch.ones(4, device=device), torch.randn(4, device=device)
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    try:
+        fn(torch.ones(2, 4, 4, device=device, dtype=dtype), w, b)
+    except RuntimeError as e:
+        pytest.skip(f"eager {norm} on {device} refuses a {dtype} input with float32 parameters: {e}")
+    for n in (3, 5, 7):
+        x = (torch.randn(n, 4, 4, device=device) * 3 + 1).to(dtype).float()
+        results = {}
+        for name, run, cast in (("compiled", compiled, dtype), ("eager", fn, dtype), ("float64", fn, torch.float64)):
+            xi, wi, bi = (t.detach().clone().requires_grad_() for t in (x, w, b))
+            params = (wi.double(), bi.double()) if cast is torch.float64 else (wi, bi)
+            out = run(xi.to(cast), *params)
+            out.float().sum().backward()
+            results[name] = (out, xi.grad, wi.grad, bi.grad)
+        assert results["compiled"][1].abs().max() <= 1e-5, results["compiled"][1].abs().max()
+        assert results["eager"][1].abs().max() <= 1e-5, "eager's own input gradient is nearly zero"
+        for got, want, ref in zip(results["compiled"], results["eager"], results["float64"]):
+            if got is not results["compiled"][1]:
+                _closer_than_eager(got, want, ref, LOW_PRECISION_TOL[dtype])
+    assert xpu_lite.counters.forward_graphs == 1
+
+
 # -- layouts ------------------------------------------------------------------------------
 LAYOUTS = {
     "outer dim": lambda x: x.sum(0),

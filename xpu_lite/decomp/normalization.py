@@ -16,6 +16,14 @@ AOTAutograd's tensorify_python_scalars turns into float64 tensor ops on the host
 calls in every backward graph (on cpu, where they are not another device's, strict=True
 refused them). Eager's kernels compute in float32, their accumulation type for float32,
 float16 and bfloat16. Otherwise the steps are torch._decomp's, op for op.
+
+Mixed dtypes (a float16/bfloat16 input with float32 parameters: autocast's `layer_norm`,
+`group_norm` and `batch_norm` after a bfloat16 `linear` or convolution): eager's kernels
+return float32 mean and rstd, which the backward reads. torch._refs/_decomp round them to
+the input's dtype (layer and batch norm on cpu, group norm everywhere, as their metas say),
+and the backward's `x - mean` no longer sums to zero over a row: the input gradient of
+`layer_norm(...).sum()`, which eager computes as nearly zero, came out at bfloat16's
+rounding of the row (4e-3 where eager's was 3e-16). float32_statistics keeps them float32.
 """
 from __future__ import annotations
 
@@ -87,3 +95,18 @@ def batch_norm_inference(input: torch.Tensor, weight: torch.Tensor | None, bias:
     output = torch.ops.prims.fma(input.to(torch.float32), alpha.view(per_channel), beta.view(per_channel))
     empty = input.new_zeros((0,))  # eager's cpu kernel returns empty statistics in inference
     return output.to(input.dtype), empty, empty.clone()
+
+
+def float32_statistics(decomposition: Any) -> Any:
+    """A layer/group/batch norm `decomposition` (input first, output first) with float32
+    statistics where eager's kernels keep them so: a float16/bfloat16 input and a float32
+    parameter (the module doc). It runs on the input converted to float32, which is the
+    first step of torch._decomp's own (their computation dtype), and rounds the output once."""
+    def decompose(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if input.dtype in (torch.float16, torch.bfloat16) and any(
+                isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in (*args, *kwargs.values())):
+            output, *rest = decomposition(input.to(torch.float32), *args, **kwargs)
+            return (output.to(input.dtype), *rest)
+        return decomposition(input, *args, **kwargs)
+
+    return decompose
