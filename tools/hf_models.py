@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}, "
-          f"lengths {lengths}"
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}"
+          + (f" under autocast to {args.autocast}" if args.autocast else "") + f", lengths {lengths}"
           + (f", options {options}" if options else ""), flush=True)
 
     def build(name: str) -> tuple[Any, model_check.Run] | str:

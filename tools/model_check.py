@@ -5,10 +5,11 @@ compares it with eager at several input sizes.
 Lite mode must be bitwise equal to eager; the default mode is compared per tensor by the
 norm of the difference, at most --rtol times the norm of eager's plus --atol per element
 (a gradient 0 in exact math is rounding noise, ~1e-11). With --dtype float16/bfloat16 the
-default mode is compared with a float64 copy of the model (the same rounded weights): per
-tensor, the norm of our error at most twice eager's plus one unit in the last place of the
-reference's norm (and --atol per element); values inside a kernel stay float32, so ours is
-often the nearer. A gradient past that but within twice eager's rounding spread
+default mode is compared with a float64 copy of the model (the same rounded weights), and
+so with --autocast (float32 weights, each run under torch.autocast to that dtype; the
+float64 copy runs as it is, autocast converts only float32): per tensor, the norm of our
+error at most twice eager's plus one unit in the last place of the reference's norm (and
+--atol per element); values inside a kernel stay float32, so ours is often the nearer. A gradient past that but within twice eager's rounding spread
 (rounding_spread: a ReLU's mask that rounding flips moves a gradient by whole values) is
 reported "known", as tools/op_chains.py does: at that precision eager's own gradient can
 be as far off, so it neither passes nor fails. Integer results (batch norm's batch count)
@@ -48,6 +49,8 @@ def parser(description: str, models: dict[str, Any], sizes: str, sizes_default: 
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32",
                    help="the models' parameters and compute dtype")
     p.add_argument("--device", default=None, help="cpu, cuda or xpu (default: the best available)")
+    p.add_argument("--autocast", choices=["float16", "bfloat16"], default=None,
+                   help="float32 parameters, each run (eager's, the compiled copy's) under torch.autocast to this dtype")
     p.add_argument("--fallbacks", action="store_true",
                    help="at the end, the eager calls of every compiled graph by op and reason kind, most first")
     return p
@@ -98,8 +101,11 @@ def run_models(args: argparse.Namespace, names: list[str], build: Callable[[str]
             print(built)
             continue
         model, run = built
+        if args.autocast:
+            run = autocast(run, getattr(torch, args.autocast))
         for training in (False,) if args.no_training else (False, True):
-            verdict = check(model.train(training), run, sizes, args.mode, training, args.rtol, args.atol, options, fallbacks)
+            verdict = check(model.train(training), run, sizes, args.mode, training, args.rtol, args.atol, options, fallbacks,
+                            getattr(torch, args.autocast) if args.autocast else None)
             failed += verdict.startswith("FAIL")
             known += verdict.startswith("known")
             print(f"{name:9s} {'training ' if training else 'inference'} {verdict}", flush=True)
@@ -109,11 +115,23 @@ def run_models(args: argparse.Namespace, names: list[str], build: Callable[[str]
     return 1 if failed else 0
 
 
+def autocast(run: Run, dtype: torch.dtype) -> Run:
+    """`run` under torch.autocast to `dtype` on the model's device. A float64 model (the
+    reference) runs as it is: autocast converts only float32 tensors."""
+    def under_autocast(model: Any, size: int, training: bool) -> list[tuple[str, torch.Tensor]]:
+        with torch.autocast(next(model.parameters()).device.type, dtype):
+            return run(model, size, training)
+
+    return under_autocast
+
+
 def check(model: Any, run: Run, sizes: list[int], mode: str, training: bool, rtol: float, atol: float,
-          options: dict[str, Any] | None = None, fallbacks: collections.Counter[tuple[str, str]] | None = None) -> str:
+          options: dict[str, Any] | None = None, fallbacks: collections.Counter[tuple[str, str]] | None = None,
+          autocast_dtype: torch.dtype | None = None) -> str:
     """'ok ...' or 'FAIL: why', comparing each size's results with eager's; the fallbacks of
     the graphs compiled are counted into `fallbacks` by (op, reason kind). The compiled model
-    is a copy, so that state the model updates (batch norm's running statistics) is each's own."""
+    is a copy, so that state the model updates (batch norm's running statistics) is each's own.
+    `autocast_dtype`: `run` runs under autocast (autocast()) and is judged as that dtype is."""
     from xpu_lite.report import capture
 
     torch._dynamo.reset()
@@ -123,7 +141,7 @@ def check(model: Any, run: Run, sizes: list[int], mode: str, training: bool, rto
         compiled = torch.compile(mine, backend="xpu_lite", options={"mode": lite, **options}, dynamic=True)
     else:
         compiled = torch.compile(mine, backend="xpu_lite", mode=lite, dynamic=True)
-    dtype = next(model.parameters()).dtype
+    dtype = autocast_dtype or next(model.parameters()).dtype
     # half precision, default mode: judged against float64 (the same rounded weights)
     reference = copy.deepcopy(model).double() if mode == "default" and dtype in (torch.float16, torch.bfloat16) else None
     worst, first, by_spread = 0.0, 0, set()

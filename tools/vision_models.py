@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     dtype = getattr(torch, args.dtype)
     layout = torch.channels_last if args.channels_last else torch.contiguous_format
-    print(f"torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}, sizes {sizes}, {layout}"
+    print(f"torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}"
+          + (f" under autocast to {args.autocast}" if args.autocast else "") + f", sizes {sizes}, {layout}"
           + (f", options {options}" if options else ""), flush=True)
 
     def build(name: str) -> tuple[nn.Module, model_check.Run]:
