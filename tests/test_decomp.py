@@ -450,6 +450,45 @@ def test_lite_training_of_a_composite_op_with_its_own_device_kernel(rms_norm_wit
     assert xpu_lite.counters.forward_graphs == (3 if uses_rstd else 1)
 
 
+# A kept op whose body's gradient reaches an input by two edges, and a later op using that
+# input too (its gradient is added first): each case with the kept op its forward calls.
+LATER_CONSUMERS = {
+    "rms_norm, then a residual": (lambda x, y: F.rms_norm(x, (8,), y[0]) + x.sin(), "aten.rms_norm.default("),
+    "two losses of one output": (lambda x, y: F.poisson_nll_loss(x, y) + F.mse_loss(x, y), "aten.poisson_nll_loss.default("),
+    "cosine similarity, then another use": (lambda x, y: F.cosine_similarity(x, y).sum() + (x * 3).sum(),
+                                            "aten.cosine_similarity.default("),
+    # its body fails on fake tensors of symbolic sizes: its edges are counted at the sizes' values
+    "bilinear of one tensor twice": (lambda x, y: F.bilinear(x, x, y[:2, :, None] * y[:2, None, :]) + x[:, :2],
+                                     "aten.bilinear.default("),
+    "a cosine embedding loss and a triplet loss": (
+        lambda x, y: F.cosine_embedding_loss(x, y, torch.ones(x.shape[0])) + F.triplet_margin_loss(x, y, y.flip(0)) + x.abs().sum(),
+        "aten.triplet_margin_loss.default("),
+}
+
+
+@pytest.mark.parametrize("case", list(LATER_CONSUMERS))
+def test_lite_training_adds_each_gradient_edge_of_a_kept_op_as_eager(case: str) -> None:
+    """Eager's autograd adds each edge of a composite body's backward into its input's
+    gradient on its own, after what later ops added: `rms_norm(x) + x.sin()` gives x the
+    gradient (sin's + edge 1) + edge 2. The kept op's backward returned one sum per input,
+    so the graph added sin's + (edge 1 + edge 2): not bitwise eager's (aot_eager, which
+    decomposes the body, was) in 6 of 13 such programs (2026-11-28). It now returns each
+    edge's gradient in a slot of its own, in the order eager's engine adds them
+    (decomp/plan.py _PreservedOp). Bitwise at three sizes, the op still one node."""
+    fn, call = LATER_CONSUMERS[case]
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (3, 5, 6):
+        x, y = torch.randn(n, 8), torch.rand(n, 8) + 0.1
+        if n == 3:
+            (got_out, got_grads), (forward, _) = xpu_lite.run_and_get_code(_grads, compiled, [x, y])
+            assert call in forward, forward
+        else:
+            got_out, got_grads = _grads(compiled, [x, y])
+        want_out, want_grads = _grads(fn, [x, y])
+        assert_bitwise(got_out, want_out)
+        assert_bitwise(got_grads, want_grads)
+    assert xpu_lite.counters.forward_graphs == 1
+
 def _norm_module(norm: str, device: str, training: bool) -> torch.nn.Module:
     """A 4-channel batch or instance norm with running stats, its parameters and stats
     drawn away from their defaults (seeded)."""

@@ -235,12 +235,15 @@ class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any, keep_requires_grad: bool) -> list[tuple[str, str]] | None:
+def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any,
+               keep_requires_grad: bool) -> tuple[list[tuple[str, str]], list[int]] | None:
     """The aten ops (and their non-tensor arguments) that `op`'s composite body dispatches on
     fresh fake tensors with the metadata of those in (args, kwargs) (flattened: `flat`,
     `spec`), outside the trace in progress: with their requires_grad flags, or with none
-    requiring grad. None where the body cannot run that way (data-dependent sizes, ...).
-    Sizes a body reads as ints take their example values, and add no guard."""
+    requiring grad; and per position of `flat`, how many gradient edges of the body's
+    autograd graph reach that tensor (at its first position; 0 elsewhere). None where the
+    body cannot run that way (data-dependent sizes, ...). Sizes a body reads as ints take
+    their example values, and add no guard."""
     tracing_mode = torch._guards.detect_fake_mode(flat)
     if tracing_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
         return None
@@ -248,31 +251,71 @@ def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any, keep_requi
     fake_mode = torch._subclasses.fake_tensor.FakeTensorMode(shape_env=tracing_mode.shape_env)
     # guard-free results (sizes as example values) stay out of the cache the trace shares
     fake_mode.cache_enabled = False
-    recorder = _OpRecorder()
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # a body that cannot run here is an answer (None), not an error to log
+    shape_env = tracing_mode.shape_env
+    # The probe must leave the trace as it found it: a body that reads a size as an int
+    # (upsample's C++ body does) would guard on it and pin every size of the graph.
+    no_guards = shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext()
+    no_symbols = shape_env.ignore_fresh_unbacked_symbols() if shape_env is not None else contextlib.nullcontext()
+
+    def run(sizes: Callable[[Any], Any]) -> tuple[_OpRecorder, list[Any], Any]:
+        recorder = _OpRecorder()
+        fresh_of: dict[int, Any] = {}  # one fresh tensor per distinct tensor, as the body gets it
+        with fake_mode:
+            fresh = [
+                fresh_of.setdefault(id(x), torch.empty_strided(sizes(x.shape), sizes(x.stride()), dtype=x.dtype, device=x.device)
+                                    .requires_grad_(keep_requires_grad and x.requires_grad))
+                if isinstance(x, torch.Tensor) else x
+                for x in flat
+            ]
+        args2, kwargs2 = tree_unflatten(fresh, spec)
+        with torch.enable_grad(), fake_mode, recorder:
+            return recorder, fresh, op._op_dk(DK.CompositeImplicitAutograd, *args2, **kwargs2)
+
     try:
-        shape_env = tracing_mode.shape_env
-        # The probe must leave the trace as it found it: a body that reads a size as an int
-        # (upsample's C++ body does) would guard on it and pin every size of the graph.
-        no_guards = shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext()
-        no_symbols = shape_env.ignore_fresh_unbacked_symbols() if shape_env is not None else contextlib.nullcontext()
         with torch.utils._python_dispatch._disable_current_modes(), torch._C._DisablePythonDispatcher(), no_guards, no_symbols:
-            with fake_mode:
-                fresh = [
-                    torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).requires_grad_(keep_requires_grad and x.requires_grad)
-                    if isinstance(x, torch.Tensor) else x
-                    for x in flat
-                ]
-            args2, kwargs2 = tree_unflatten(fresh, spec)
-            with torch.enable_grad(), fake_mode, recorder:
-                op._op_dk(DK.CompositeImplicitAutograd, *args2, **kwargs2)
+            try:
+                recorder, fresh, out = run(lambda sizes: sizes)
+            except Exception:  # noqa: BLE001  (some bodies fail on symbolic sizes: bilinear(x, x)'s)
+                recorder, fresh, out = run(lambda sizes: [s.node.hint if isinstance(s, torch.SymInt) else s
+                                                          for s in sizes])
     except Exception:  # noqa: BLE001  (the caller keeps its default)
         return None
     finally:
         fake_log.setLevel(level)
-    return recorder.ops
+    edges = gradient_edges([t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)])
+    seen: set[int] = set()
+    counts = []
+    for x in fresh:
+        first = isinstance(x, torch.Tensor) and id(x) not in seen
+        seen.add(id(x))
+        counts.append(len(edges.get(id(x), ())) if first else 0)
+    return recorder.ops, counts
+
+
+def gradient_edges(outputs: list[torch.Tensor]) -> dict[int, list[tuple[Any, int]]]:
+    """Per leaf tensor (by id) that `outputs` were computed from, the edges of their autograd
+    graph that reach it: (node, index of the node's gradient output), each an addition into
+    the leaf's gradient in eager's backward."""
+    edges: dict[int, list[tuple[Any, int]]] = {}
+    seen: set[Any] = set()
+    stack = [t.grad_fn for t in outputs if t.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for i, (next_node, _) in enumerate(node.next_functions):
+            if next_node is None:
+                continue
+            leaf = getattr(next_node, "variable", None)  # an AccumulateGrad node
+            if leaf is not None:
+                edges.setdefault(id(leaf), []).append((node, i))
+            else:
+                stack.append(next_node)
+    return edges
 
 
 @contextlib.contextmanager

@@ -122,7 +122,7 @@ def build_plan(config: LiteConfig) -> DecompPlan:
 def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     """Apply the plan to the CIA ops (and to cuDNN batch norm, `cudnn.py`) for the duration
     of one AOTAutograd trace."""
-    verdicts: dict[Any, bool] = {}  # _grad_dependent per call signature, for this trace
+    verdicts: dict[Any, tuple[bool, list[int]]] = {}  # _verdict per call signature, for this trace
     kernels = {op: (_autograd_kernel(plan, op, verdicts), _gated(plan, op, _decomposition(op))) for op in plan.preserved_cia}
     with (
         compat.enable_python_dispatcher(),
@@ -157,7 +157,8 @@ def _decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
     return own_decomposition(op) or compat.cia_decomposition(op)
 
 
-def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict[Any, bool]) -> Callable[..., Any]:
+def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
+                     verdicts: dict[Any, tuple[bool, list[int]]]) -> Callable[..., Any]:
     original = _decomposition(op)
     eager = EAGER_CIA_BODIES.get(op, compat.cia_decomposition(op))
 
@@ -170,9 +171,14 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            if op in GRAD_DEPENDENT_CIA or _grad_dependent(op, flat, spec, verdicts):
+            if op in GRAD_DEPENDENT_CIA:
                 return eager(*args, **kwargs)  # what eager runs when grad is required
-            out = _PreservedOp.apply(op, eager, spec, *flat)
+            grad_dependent, edges = _verdict(op, flat, spec, verdicts)
+            if grad_dependent:
+                return eager(*args, **kwargs)
+            # a tensor the body's gradient reaches by k edges is passed k times: see _PreservedOp
+            extra = [x for x, k in zip(flat, edges) for _ in range(k - 1)]
+            out = _PreservedOp.apply(op, eager, spec, len(flat), *flat, *extra)
             return list(out) if _returns_list(op) else out
         with compat.below_autograd():
             return op(*args, **kwargs)
@@ -180,11 +186,14 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload, verdicts: dict
     return autograd_kernel
 
 
-def _grad_dependent(op: torch._ops.OpOverload, flat: list[Any], spec: Any, verdicts: dict[Any, bool]) -> bool:
-    """Whether this call's body takes other steps when its inputs do not require grad, as
-    intermediates do not in the compiled forward (matmul folds a 3-D operand into mm when
-    the 2-D one requires grad, bmm otherwise). Calls alike in every argument's metadata
-    (each layer's linear) share one verdict."""
+def _verdict(op: torch._ops.OpOverload, flat: list[Any], spec: Any,
+             verdicts: dict[Any, tuple[bool, list[int]]]) -> tuple[bool, list[int]]:
+    """(grad-dependent, edges) for this call: whether its body takes other steps when its
+    inputs do not require grad, as intermediates do not in the compiled forward (matmul folds
+    a 3-D operand into mm when the 2-D one requires grad, bmm otherwise); and per position of
+    `flat`, how many edges of the body's autograd graph reach that tensor (compat.body_steps;
+    1 each where the body cannot be probed). Calls alike in every argument's metadata (each
+    layer's linear) share one verdict."""
     key = (op, *(
         (str(x.shape), str(x.stride()), x.dtype, x.device, x.requires_grad) if isinstance(x, torch.Tensor) else repr(x)
         for x in flat
@@ -192,7 +201,8 @@ def _grad_dependent(op: torch._ops.OpOverload, flat: list[Any], spec: Any, verdi
     if key not in verdicts:
         eager = compat.body_steps(op, flat, spec, keep_requires_grad=True)
         forward = compat.body_steps(op, flat, spec, keep_requires_grad=False)
-        verdicts[key] = eager is not None and forward is not None and eager != forward
+        edges = eager[1] if eager is not None else [1] * len(flat)
+        verdicts[key] = (eager is not None and forward is not None and eager[0] != forward[0], edges)
     return verdicts[key]
 
 
@@ -205,15 +215,27 @@ class _PreservedOp(torch.autograd.Function):
     """A kept CIA op in a training graph: one node forward, its composite body's VJP backward.
 
     The backward recomputes the composite body from the saved inputs and differentiates it,
-    which is exactly what eager autograd does through the same body, so gradients are
-    bitwise equal to eager's.
+    which is exactly what eager autograd does through the same body. Eager's engine adds
+    each gradient edge of the body into its input's gradient on its own, in the order the
+    body's nodes run, after the contributions of later ops (`rms_norm(x) + x.sin()`:
+    (sin's + edge 1) + edge 2); one summed gradient per input would add (edge 1 + edge 2)
+    first, another rounding. So an input that k edges reach is passed k times (`n` tensors,
+    then the repeats), and the backward returns each edge's gradient in its own slot, in
+    the order the recomputed body's nodes produced them: the engine adds them in that order.
+    Gradients are then bitwise equal to eager's.
     """
 
     @staticmethod
-    def forward(ctx: Any, op: Any, original: Any, spec: Any, *flat: Any) -> Any:
+    def forward(ctx: Any, op: Any, original: Any, spec: Any, n: int, *flat_and_repeats: Any) -> Any:
+        flat, repeats = flat_and_repeats[:n], flat_and_repeats[n:]
         ctx.original, ctx.spec = original, spec
         ctx.layout = [(isinstance(x, torch.Tensor), isinstance(x, torch.Tensor) and x.requires_grad) for x in flat]
         ctx.constants = [None if isinstance(x, torch.Tensor) else x for x in flat]
+        first = {}
+        for i, x in enumerate(flat):
+            if isinstance(x, torch.Tensor):
+                first.setdefault(id(x), i)
+        ctx.repeat_of = [first[id(x)] for x in repeats]  # the position each repeat repeats
         ctx.save_for_backward(*[x for x in flat if isinstance(x, torch.Tensor)])
         args, kwargs = tree_unflatten(list(flat), spec)
         with compat.below_autograd():
@@ -223,8 +245,7 @@ class _PreservedOp(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         # One leaf per distinct tensor: a tensor passed twice (sdpa(x, x, x)) is one input of
-        # the recomputed body, as in eager, so its gradients are summed inside the body in
-        # eager's order; its later positions get no gradient of their own.
+        # the recomputed body, as in eager; its later positions get no gradient of their own.
         saved = iter(ctx.saved_tensors)
         leaves: dict[int, torch.Tensor] = {}
         flat: list[Any] = []
@@ -246,8 +267,38 @@ class _PreservedOp(torch.autograd.Function):
             outs = ctx.original(*args, **kwargs)
         outs = outs if isinstance(outs, (tuple, list)) else (outs,)
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+        summed: list[Any] = [None] * len(inputs)
+        arrivals: dict[int, list[torch.Tensor]] = {}  # leaf id -> each edge's gradient, as added
         if pairs:
-            got = iter(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
-        else:
-            got = iter([None] * len(inputs))
-        return (None, None, None, *[next(got) if is_first else None for is_first in first])
+            edges = compat.gradient_edges([o for o, _ in pairs])
+            by_node: dict[Any, list[tuple[int, int]]] = {}
+            for leaf, reaching in edges.items():
+                for node, i in reaching:
+                    by_node.setdefault(node, []).append((i, leaf))
+
+            def record(node: Any) -> Callable[..., None]:
+                def hook(grad_inputs: Any, grad_outputs: Any) -> None:
+                    for i, leaf in sorted(by_node[node], key=lambda e: e[0]):  # the engine adds edge by edge
+                        if grad_inputs[i] is not None:
+                            arrivals.setdefault(leaf, []).append(grad_inputs[i])
+                return hook
+
+            handles = [node.register_hook(record(node)) for node in by_node]
+            try:
+                summed = list(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
+            finally:
+                for handle in handles:
+                    handle.remove()
+        slots: list[Any] = [None] * (len(flat) + len(ctx.repeat_of))
+        got = iter(summed)
+        for position, is_first in enumerate(first):
+            if not is_first:
+                continue
+            total = next(got)
+            mine = [position] + [len(flat) + j for j, p in enumerate(ctx.repeat_of) if p == position]
+            parts = arrivals.get(id(flat[position]), [])
+            if len(parts) > len(mine) or (total is not None and not parts):  # not as the forward's probe
+                parts = [total]  # counted: the sum, in one slot
+            for slot, part in zip(mine, parts):
+                slots[slot] = part
+        return (None, None, None, None, *slots)
