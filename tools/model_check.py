@@ -9,12 +9,13 @@ default mode is compared with a float64 copy of the model (the same rounded weig
 so with --autocast (float32 weights, each run under torch.autocast to that dtype; the
 float64 copy runs as it is, autocast converts only float32): per tensor, the norm of our
 error at most twice eager's plus one unit in the last place of the reference's norm (and
---atol per element); values inside a kernel stay float32, so ours is often the nearer. A gradient past that but within twice eager's rounding spread
-(rounding_spread: a ReLU's mask that rounding flips moves a gradient by whole values) is
-reported "known", as tools/op_chains.py does: at that precision eager's own gradient can
-be as far off, so it neither passes nor fails. Integer results (batch norm's batch count)
-must be equal. Each result is laid out as eager's (its strides), and every mode must
-compile once for all sizes (no recompile).
+--atol per element); values inside a kernel stay float32, so ours is often the nearer. A
+gradient past that but within twice eager's rounding spread (rounding_spread: a ReLU's
+mask that rounding flips moves a gradient by whole values) is reported "known", as
+tools/op_chains.py does: at that precision eager's own gradient can be as far off, so it
+neither passes nor fails. Integer results (batch norm's batch count) must be equal. Each
+result is laid out as eager's (its strides), and every mode must compile once for all
+sizes (no recompile).
 """
 from __future__ import annotations
 
