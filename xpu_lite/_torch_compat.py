@@ -236,14 +236,14 @@ class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
 
 
 def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any,
-               keep_requires_grad: bool) -> tuple[list[tuple[str, str]], list[int]] | None:
+               keep_requires_grad: bool) -> tuple[list[tuple[str, str]], list[Any], Any] | None:
     """The aten ops (and their non-tensor arguments) that `op`'s composite body dispatches on
     fresh fake tensors with the metadata of those in (args, kwargs) (flattened: `flat`,
     `spec`), outside the trace in progress: with their requires_grad flags, or with none
-    requiring grad; and per position of `flat`, how many gradient edges of the body's
-    autograd graph reach that tensor (at its first position; 0 elsewhere). None where the
-    body cannot run that way (data-dependent sizes, ...). Sizes a body reads as ints take
-    their example values, and add no guard."""
+    requiring grad; with the fresh tensors (one per distinct tensor of `flat`, at its
+    positions) and the body's outputs, whose autograd graph shows how the body's gradient
+    reaches each. None where the body cannot run that way (data-dependent sizes, ...).
+    Sizes a body reads as ints take their example values, and add no guard."""
     tracing_mode = torch._guards.detect_fake_mode(flat)
     if tracing_mode is None or any(isinstance(x, torch.Tensor) and x.layout is not torch.strided for x in flat):
         return None
@@ -285,37 +285,7 @@ def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any,
         return None
     finally:
         fake_log.setLevel(level)
-    edges = gradient_edges([t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)])
-    seen: set[int] = set()
-    counts = []
-    for x in fresh:
-        first = isinstance(x, torch.Tensor) and id(x) not in seen
-        seen.add(id(x))
-        counts.append(len(edges.get(id(x), ())) if first else 0)
-    return recorder.ops, counts
-
-
-def gradient_edges(outputs: list[torch.Tensor]) -> dict[int, list[tuple[Any, int]]]:
-    """Per leaf tensor (by id) that `outputs` were computed from, the edges of their autograd
-    graph that reach it: (node, index of the node's gradient output), each an addition into
-    the leaf's gradient in eager's backward."""
-    edges: dict[int, list[tuple[Any, int]]] = {}
-    seen: set[Any] = set()
-    stack = [t.grad_fn for t in outputs if t.grad_fn is not None]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        for i, (next_node, _) in enumerate(node.next_functions):
-            if next_node is None:
-                continue
-            leaf = getattr(next_node, "variable", None)  # an AccumulateGrad node
-            if leaf is not None:
-                edges.setdefault(id(leaf), []).append((node, i))
-            else:
-                stack.append(next_node)
-    return edges
+    return recorder.ops, fresh, out
 
 
 @contextlib.contextmanager

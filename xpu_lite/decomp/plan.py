@@ -201,9 +201,45 @@ def _verdict(op: torch._ops.OpOverload, flat: list[Any], spec: Any,
     if key not in verdicts:
         eager = compat.body_steps(op, flat, spec, keep_requires_grad=True)
         forward = compat.body_steps(op, flat, spec, keep_requires_grad=False)
-        edges = eager[1] if eager is not None else [1] * len(flat)
+        edges = _edge_counts(*eager[1:]) if eager is not None else [1] * len(flat)
         verdicts[key] = (eager is not None and forward is not None and eager[0] != forward[0], edges)
     return verdicts[key]
+
+
+def _edge_counts(fresh: list[Any], out: Any) -> list[int]:
+    """Per position of a probed body's inputs, how many gradient edges reach that tensor (at
+    its first position; 0 at its repeats and for what is no tensor)."""
+    edges = _gradient_edges([t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)])
+    seen: set[int] = set()
+    counts = []
+    for x in fresh:
+        first = isinstance(x, torch.Tensor) and id(x) not in seen
+        seen.add(id(x))
+        counts.append(len(edges.get(id(x), ())) if first else 0)
+    return counts
+
+
+def _gradient_edges(outputs: list[torch.Tensor]) -> dict[int, list[tuple[Any, int]]]:
+    """Per leaf tensor (by id) that `outputs` were computed from, the edges of their autograd
+    graph that reach it: (node, index of the node's gradient output), each an addition into
+    the leaf's gradient in eager's backward."""
+    edges: dict[int, list[tuple[Any, int]]] = {}
+    seen: set[Any] = set()
+    stack = [t.grad_fn for t in outputs if t.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for i, (next_node, _) in enumerate(node.next_functions):
+            if next_node is None:
+                continue
+            leaf = getattr(next_node, "variable", None)  # an AccumulateGrad node
+            if leaf is not None:
+                edges.setdefault(id(leaf), []).append((node, i))
+            else:
+                stack.append(next_node)
+    return edges
 
 
 def _returns_list(op: torch._ops.OpOverload) -> bool:
@@ -270,7 +306,7 @@ class _PreservedOp(torch.autograd.Function):
         summed: list[Any] = [None] * len(inputs)
         arrivals: dict[int, list[torch.Tensor]] = {}  # leaf id -> each edge's gradient, as added
         if pairs:
-            edges = compat.gradient_edges([o for o, _ in pairs])
+            edges = _gradient_edges([o for o, _ in pairs])
             by_node: dict[Any, list[tuple[int, int]]] = {}
             for leaf, reaching in edges.items():
                 for node, i in reaching:
