@@ -187,6 +187,43 @@ def test_mixed_dtype_norms_keep_float32_statistics(device: str, norm: str, dtype
     assert xpu_lite.counters.forward_graphs == 1
 
 
+KEPT_NORMS = {"layer_norm": ("aten.native_layer_norm", "default"), "group_norm": ("aten.native_group_norm", "default"),
+              "batch_norm": ("aten._native_batch_norm_legit", "no_stats")}  # keep_ops name, the overload traced
+
+
+@pytest.mark.parametrize("norm", list(KEPT_NORMS))
+def test_a_kept_mixed_dtype_norm_is_traced_with_float32_statistics(device: str, norm: str) -> None:
+    """The norm kept (`keep_ops`), its backward kernels: they read the statistics the eager
+    forward returns, float32 for a bfloat16 input with float32 parameters, where torch's
+    metas say bfloat16; compiled for bfloat16, the interpreter raised ("Cannot bitcast
+    data-type of size 32 to data-type of size 16"). The trace takes eager's dtypes
+    (decomp/normalization.py statistics_fake_rules). Gradients against float64 within 2x
+    eager's error plus a rounding step; the forward calls the op."""
+    fn = MIXED_NORMS[norm]
+    w, b = torch.rand(4, device=device) + 0.5, torch.randn(4, device=device)
+    try:
+        fn(torch.ones(2, 4, 4, device=device, dtype=torch.bfloat16), w, b)
+    except RuntimeError as e:
+        pytest.skip(f"eager {norm} on {device} refuses a bfloat16 input with float32 parameters: {e}")
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True, options={"keep_ops": [KEPT_NORMS[norm][0]]})
+    for n in (3, 5):
+        x = (torch.randn(n, 4, 4, device=device) * 3 + 1).bfloat16().float()
+        grad = torch.randn(n, 4, 4, device=device).bfloat16()
+        results = {}
+        for name, run, cast in (("compiled", compiled, torch.bfloat16), ("eager", fn, torch.bfloat16),
+                                ("float64", fn, torch.float64)):
+            xi, wi, bi = (t.detach().clone().requires_grad_() for t in (x, w, b))
+            params = (wi.double(), bi.double()) if cast is torch.float64 else (wi, bi)
+            if name == "compiled" and n == 3:
+                out, (forward, _) = xpu_lite.run_and_get_code(lambda: run(xi.to(cast), *params).backward(grad.to(cast)))
+                assert "torch.ops.{}.{}(".format(*KEPT_NORMS[norm]) in forward
+            else:
+                run(xi.to(cast), *params).backward(grad.to(cast))
+            results[name] = (xi.grad, wi.grad, bi.grad)
+        for got, want, ref in zip(*results.values()):
+            _closer_than_eager(got, want, ref, LOW_PRECISION_TOL[torch.bfloat16])
+
+
 # -- layouts ------------------------------------------------------------------------------
 LAYOUTS = {
     "outer dim": lambda x: x.sum(0),

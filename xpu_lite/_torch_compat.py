@@ -373,19 +373,52 @@ def _set_py_kernels(op: torch._ops.OpOverload, table: dict[Any, Any]) -> None:
 
 
 @contextlib.contextmanager
-def override_fake_rules(rules: dict[torch._ops.OpOverload, Callable[..., Any]]) -> Iterator[None]:
+def override_fake_rules(rules: dict[torch._ops.OpOverload, Callable[..., Any]], static: bool = False) -> Iterator[None]:
     """Replace, for one trace, how FakeTensorMode propagates these ops (it prefers
-    torch._decomp's table whenever sizes are symbolic)."""
+    torch._decomp's table whenever sizes are symbolic); with `static`, also before their
+    meta kernels (its op implementations, which it tries first where sizes are static). A
+    rule that returns NotImplemented leaves the call to what was there before."""
+    impls = fake_impls.op_implementations_dict
     saved = {op: decomposition_table.get(op) for op in rules}
-    decomposition_table.update(rules)
+    saved_impls = {op: impls.get(op) for op in rules} if static else {}
+    for op, rule in rules.items():
+        decomposition_table[op] = _or_before(rule, saved[op])
+        if static:
+            impls[op] = _fake_rule(rule, saved_impls[op])
+    if static:  # results of these ops cached before (Dynamo's pass over the graph) would be taken
+        _forget_cached(rules)
     try:
         yield
     finally:
-        for op, rule in saved.items():
-            if rule is None:
-                decomposition_table.pop(op, None)
-            else:
-                decomposition_table[op] = rule
+        for table, entries in ((decomposition_table, saved), (impls, saved_impls)):
+            for op, rule in entries.items():
+                if rule is None:
+                    table.pop(op, None)
+                else:
+                    table[op] = rule
+        if static:  # and this trace's are not for any other
+            _forget_cached(rules)
+
+
+def _forget_cached(ops: Iterable[Any]) -> None:
+    """Drop the fake tensor cache's entries of `ops` (the global one, and the current
+    trace's ShapeEnv's, where sizes are symbolic)."""
+    ops = set(ops)
+    shape_env = getattr(torch._guards.detect_fake_mode(), "shape_env", None)
+    for cache in (torch._subclasses.fake_tensor.FakeTensorMode.cache, getattr(shape_env, "fake_tensor_cache", {})):
+        for key in [key for key in cache if key.key and key.key[0] in ops]:
+            del cache[key]
+
+
+def _or_before(rule: Callable[..., Any], before: Callable[..., Any] | None) -> Callable[..., Any]:
+    if before is None:
+        return rule
+
+    def rule_or_before(*args: Any, **kwargs: Any) -> Any:
+        out = rule(*args, **kwargs)
+        return before(*args, **kwargs) if out is NotImplemented else out
+
+    return rule_or_before
 
 
 def native_batch_norm_helper(*args: Any) -> Any:
@@ -431,12 +464,16 @@ def _checked_body(op: torch._ops.OpOverload, original: Callable[..., Any]) -> Ca
     return checked_body
 
 
-def _fake_rule(body: Callable[..., Any]) -> Callable[..., Any]:
+def _fake_rule(body: Callable[..., Any], before: Callable[..., Any] | None = None) -> Callable[..., Any]:
     # Run the composite body under fake mode before FakeTensorMode tries the meta device:
-    # some CIA bodies branch on the device (see torch.export's note on sdpa).
+    # some CIA bodies branch on the device (see torch.export's note on sdpa). Where the body
+    # returns NotImplemented, the op implementation `before` it, if any, or the meta kernel.
     def rule(fake_mode: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
         with fake_mode:
-            return body(*args, **kwargs)
+            out = body(*args, **kwargs)
+        if out is NotImplemented and before is not None:
+            return before(fake_mode, func, *args, **kwargs)
+        return out
 
     return rule
 

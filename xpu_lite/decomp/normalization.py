@@ -97,16 +97,49 @@ def batch_norm_inference(input: torch.Tensor, weight: torch.Tensor | None, bias:
     return output.to(input.dtype), empty, empty.clone()
 
 
+def _mixed(input: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """A float16/bfloat16 input with a float32 parameter: eager's kernels keep float32 statistics."""
+    return input.dtype in (torch.float16, torch.bfloat16) and any(
+        isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in (*args, *kwargs.values()))
+
+
 def float32_statistics(decomposition: Any) -> Any:
     """A layer/group/batch norm `decomposition` (input first, output first) with float32
     statistics where eager's kernels keep them so: a float16/bfloat16 input and a float32
     parameter (the module doc). It runs on the input converted to float32, which is the
     first step of torch._decomp's own (their computation dtype), and rounds the output once."""
     def decompose(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        if input.dtype in (torch.float16, torch.bfloat16) and any(
-                isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in (*args, *kwargs.values())):
+        if _mixed(input, args, kwargs):
             output, *rest = decomposition(input.to(torch.float32), *args, **kwargs)
             return (output.to(input.dtype), *rest)
         return decomposition(input, *args, **kwargs)
 
     return decompose
+
+
+def statistics_fake_rules(device_type: str) -> dict[torch._ops.OpOverload, Any]:
+    """What the traced graph says of a kept norm's statistics where eager's kernels keep them
+    float32 (the module doc; torch's metas say the input's dtype): group norm on every
+    device, layer and batch norm on cpu (their cuda/xpu metas say float32 already). Without
+    it a kept layer_norm's float32 mean reached a backward kernel compiled for bfloat16
+    (`keep_ops=["aten.native_layer_norm"]`, mixed dtypes: the interpreter raised). Other
+    calls: NotImplemented, what was there before."""
+    from .layouts import BATCH_NORMS, output_in_suggested_format
+
+    ops = [aten.native_group_norm.default]
+    if device_type == "cpu":
+        ops += [aten.native_layer_norm.default, aten._batch_norm_with_update.default,
+                aten._batch_norm_with_update_functional.default,
+                *(op for op in BATCH_NORMS if op is not aten._native_batch_norm_legit_no_training.default)]
+
+    def rule(op: torch._ops.OpOverload) -> Any:
+        decomposition = float32_statistics(compat.decomposition_table[op])
+        if op is not aten.native_layer_norm.default and op is not aten.native_group_norm.default:
+            decomposition = output_in_suggested_format(decomposition)
+
+        def mixed_only(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            return decomposition(input, *args, **kwargs) if _mixed(input, args, kwargs) else NotImplemented
+
+        return mixed_only
+
+    return {op: rule(op) for op in ops}

@@ -22,6 +22,7 @@ from .. import _torch_compat as compat
 from ..config import LiteConfig
 from .cudnn import eager_cudnn_batch_norm
 from .derivatives import EAGER_CIA_BODIES, eager_derivatives
+from .normalization import statistics_fake_rules
 from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, own_decomposition, policy, returns_tensors,
                      writes_inputs)
 from .regions import REGION_KEY, annotated
@@ -126,6 +127,7 @@ def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     kernels = {op: (_autograd_kernel(plan, op, verdicts), _gated(plan, op, _decomposition(op))) for op in plan.preserved_cia}
     with (
         compat.enable_python_dispatcher(),
+        compat.override_fake_rules(statistics_fake_rules(device_type), static=True),
         compat.override_cia_kernels(kernels, [device_type]),
         eager_cudnn_batch_norm(plan.decomposes, device_type),
         eager_derivatives(plan.decomposes_call, functools.partial(_selected, plan), device_type),
