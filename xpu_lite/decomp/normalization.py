@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
+from .layouts import BATCH_NORMS, output_in_suggested_format
 
 aten = torch.ops.aten
 
@@ -124,8 +125,6 @@ def statistics_fake_rules(device_type: str) -> dict[torch._ops.OpOverload, Any]:
     it a kept layer_norm's float32 mean reached a backward kernel compiled for bfloat16
     (`keep_ops=["aten.native_layer_norm"]`, mixed dtypes: the interpreter raised). Other
     calls: NotImplemented, what was there before."""
-    from .layouts import BATCH_NORMS, output_in_suggested_format
-
     ops = [aten.native_group_norm.default]
     if device_type == "cpu":
         ops += [aten.native_layer_norm.default, aten._batch_norm_with_update.default,
