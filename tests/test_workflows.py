@@ -277,6 +277,39 @@ def test_vmap_inside_the_function(device: str, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_torch_func_transforms_inside_the_function(device: str, mode: str) -> None:
+    """Per-sample gradients (`vmap(grad(loss))` over `functional_call`), `jacrev` and `vjp`
+    of kept composite ops (linear, layer_norm, rms_norm, cosine_similarity). Until
+    2026-11-28 lite mode failed to compile them: a kept op's autograd.Function had no
+    setup_context, which torch.func's transforms require. Under them the body now runs op
+    by op, as in eager (decomp/plan.py)."""
+    from torch.func import functional_call, grad, jacrev, vjp, vmap
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.GELU(),
+                                torch.nn.Linear(8, 3)).to(device)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    w = torch.randn(8, device=device)
+
+    def loss(p, x, t):
+        return torch.nn.functional.cross_entropy(functional_call(model, p, (x[None],)), t[None])
+
+    def f(x, t):
+        per_sample = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, t)
+        jacobian = jacrev(lambda r: torch.nn.functional.rms_norm(r, (8,), w) + r.sin())(x[0])
+        out, pullback = vjp(lambda r: torch.nn.functional.cosine_similarity(r, w.expand_as(r)) * 2, x)
+        return per_sample, jacobian, pullback(torch.ones_like(out))[0]
+
+    compiled = _compile(f, mode, dynamic=True)
+    for n in (3, 5):
+        x, t = torch.randn(n, 8, device=device), torch.randint(0, 3, (n,), device=device)
+        got, want = torch.utils._pytree.tree_leaves(compiled(x, t)), torch.utils._pytree.tree_leaves(f(x, t))
+        if mode == "lite":
+            assert_bitwise(got, want)
+        else:
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+@pytest.mark.parametrize("mode", MODES)
 def test_complex_tensors(device: str, mode: str) -> None:
     """Complex inputs and outputs, fft, view_as_real: complex dtypes are no kernel dtype, so
     the default mode runs those nodes eagerly (with a reason) and still matches."""

@@ -117,6 +117,11 @@ def below_autograd() -> contextlib.AbstractContextManager[None]:
     return torch._C._AutoDispatchBelowAutograd()
 
 
+def functorch_transforms_active() -> bool:
+    """Inside torch.func.grad/vjp/jacrev/vmap (traced by Dynamo too)."""
+    return torch._C._are_functorch_transforms_active()
+
+
 def sym_expr(value: Any) -> sympy.Expr | None:
     """The sympy expression behind a SymInt/SymFloat/SymBool, a constant for plain numbers."""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):

@@ -173,8 +173,10 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            if op in GRAD_DEPENDENT_CIA:
-                return eager(*args, **kwargs)  # what eager runs when grad is required
+            # what eager runs when grad is required; under torch.func.grad/jacrev the body op by
+            # op too (an autograd.Function there needs setup_context and a vmap rule)
+            if op in GRAD_DEPENDENT_CIA or compat.functorch_transforms_active():
+                return eager(*args, **kwargs)
             grad_dependent, edges = _verdict(op, flat, spec, verdicts)
             if grad_dependent:
                 return eager(*args, **kwargs)
