@@ -27,6 +27,7 @@ rounding of the row (4e-3 where eager's was 3e-16). float32_statistics keeps the
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -118,6 +119,17 @@ def float32_statistics(decomposition: Any) -> Any:
     return decompose
 
 
+def with_float32_statistics(op: torch._ops.OpOverload) -> Any:
+    """torch._decomp's (or torch._refs') decomposition of norm `op` with float32 statistics
+    (float32_statistics), a batch norm's output laid out as eager's kernels allocate it: what
+    regions decompose it to (policy.py), and what a kept call's statistics are traced as."""
+    decomposition = float32_statistics(compat.decomposition_table[op])
+    if op in (aten.native_layer_norm.default, aten.native_group_norm.default):
+        return decomposition
+    return output_in_suggested_format(decomposition)
+
+
+@functools.lru_cache(maxsize=None)
 def statistics_fake_rules(device_type: str) -> dict[torch._ops.OpOverload, Any]:
     """What the traced graph says of a kept norm's statistics where eager's kernels keep them
     float32 (the module doc; torch's metas say the input's dtype): group norm on every
@@ -132,9 +144,7 @@ def statistics_fake_rules(device_type: str) -> dict[torch._ops.OpOverload, Any]:
                 *(op for op in BATCH_NORMS if op is not aten._native_batch_norm_legit_no_training.default)]
 
     def rule(op: torch._ops.OpOverload) -> Any:
-        decomposition = float32_statistics(compat.decomposition_table[op])
-        if op is not aten.native_layer_norm.default and op is not aten.native_group_norm.default:
-            decomposition = output_in_suggested_format(decomposition)
+        decomposition = with_float32_statistics(op)
 
         def mixed_only(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
             return decomposition(input, *args, **kwargs) if _mixed(input, args, kwargs) else NotImplemented

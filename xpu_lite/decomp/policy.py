@@ -156,11 +156,11 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.baddbmm.default: (layouts.contiguous(compat.decomposition_table[aten.baddbmm.default]),
                            "baddbmm's core decomposition, contiguous as eager's result (and its meta's): its "
                            "self + bmm would take self's layout"),
-    **{op: (layouts.output_in_suggested_format(normalization.float32_statistics(compat.decomposition_table[op])),
+    **{op: (normalization.with_float32_statistics(op),
             f"torch._decomp's {op}, its output in the input's suggested memory format as eager's kernels allocate it; "
             "float32 statistics for a float16/bfloat16 input with float32 parameters, as eager's (decomp/normalization.py)")
        for op in layouts.BATCH_NORMS if op is not aten._native_batch_norm_legit_no_training.default},
-    **{op: (normalization.float32_statistics(compat.decomposition_table[op]),
+    **{op: (normalization.with_float32_statistics(op),
             f"torch._refs' {op}, with float32 statistics for a float16/bfloat16 input with float32 parameters, as "
             "eager's (decomp/normalization.py): rounded to the input's dtype, the backward's x - mean no longer sums to zero")
        for op in (aten.native_layer_norm.default, aten.native_group_norm.default)},
