@@ -6,6 +6,7 @@ all go through compile_graph.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -66,8 +67,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     started = time.perf_counter()
     while True:
         compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
+        caught: list[warnings.WarningMessage] = []
         try:
-            with tracing(plan, device_type):
+            with _warnings_into(caught), tracing(plan, device_type):
                 compiled = compat.aot_module_simplified(
                     gm,
                     example_inputs,
@@ -78,12 +80,30 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
                     keep_inference_input_mutations=True,
                 )
         except compat.AliasingCompositeOp as exc:  # trace again with the op decomposed
+            # Where a derivative formula called the op (embedding's sparse backward), the
+            # exception left through autograd's engine, which AOTAutograd's joint trace runs
+            # in anomaly mode: its report ("Error detected in EmbeddingBackward0", with the
+            # forward's traceback) is of this retrace, not of an error, and is dropped
+            caught[:] = [w for w in caught if not str(w.message).startswith("Error detected in")]
             plan = plan.without_preserving(exc.op)
             log.info("xpu_lite %s: %s returns a view of its input; traced again with it decomposed", graph, exc.op)
             continue
+        finally:
+            for w in caught:  # as they would have been shown
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
         log.info("xpu_lite %s: %d Dynamo nodes traced by AOTAutograd and compiled in %.2f s",
                  graph, len(gm.graph.nodes), time.perf_counter() - started)
         return compiled
+
+
+@contextlib.contextmanager
+def _warnings_into(caught: list[warnings.WarningMessage]) -> Any:
+    """Record the warnings shown inside into `caught` (the filters still decide which)."""
+    with warnings.catch_warnings(record=True) as recorded:
+        try:
+            yield
+        finally:
+            caught.extend(recorded)
 
 
 @compat.never_traced  # AOTAutograd compiles the backward graph at the first backward call, which
