@@ -383,6 +383,32 @@ def test_lite_training_runs_a_body_whose_steps_depend_on_requires_grad_op_by_op(
     assert any("aten.mm.default(" in line for line in calls) and not any("bmm" in line for line in calls), calls
 
 
+@pytest.mark.parametrize(
+    "fn, shape",
+    [
+        (lambda x: F.rrelu(x, training=True), (6, 4)),  # rrelu_with_noise draws the slopes
+        (lambda q: F.scaled_dot_product_attention(q, q.cos(), q, dropout_p=0.5), (1, 2, 5, 4)),  # math: dropout
+    ],
+    ids=["rrelu", "sdpa_dropout"],
+)
+def test_lite_training_runs_a_random_body_op_by_op(fn, shape) -> None:
+    """A kept op's backward recomputes its body: a random body would draw again (another
+    noise, another dropout mask) and give wrong gradients. Eager's autograd runs the body op
+    by op and saves what was drawn; so does lite mode, in training only."""
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (4, 7):
+        x = torch.randn(*shape[:-2], n, shape[-1])
+        torch.manual_seed(n)
+        got_out, got_grads = _grads(compiled, [x])
+        torch.manual_seed(n)
+        want_out, want_grads = _grads(fn, [x])
+        assert_bitwise(got_out, want_out)
+        assert_bitwise(got_grads, want_grads)
+    with torch.no_grad():  # without grad it stays one node, its draws made once
+        _, sources = xpu_lite.run_and_get_code(compiled, torch.randn(shape))
+    assert re.search(r"torch\.ops\.aten\.(rrelu|scaled_dot_product_attention)\.default\(", sources[0]), sources[0]
+
+
 def test_probing_a_body_for_grad_dependent_steps_leaves_the_trace_symbolic() -> None:
     """The probe of a kept op's body (compat.body_steps) runs without guards, so a size it
     reads comes out as its example value. Its results once entered the fake tensor cache

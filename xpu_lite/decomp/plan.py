@@ -23,7 +23,7 @@ from ..config import LiteConfig
 from .cudnn import eager_cudnn_batch_norm
 from .derivatives import EAGER_CIA_BODIES, eager_derivatives
 from .normalization import statistics_fake_rules
-from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, own_decomposition, policy, returns_tensors,
+from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, is_random, own_decomposition, policy, returns_tensors,
                      writes_inputs)
 from .regions import REGION_KEY, annotated
 
@@ -173,9 +173,11 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            # what eager runs when grad is required; under torch.func.grad/jacrev the body op by
-            # op too (an autograd.Function there needs setup_context and a vmap rule)
-            if op in GRAD_DEPENDENT_CIA or compat.functorch_transforms_active():
+            # what eager runs when grad is required; a random body too (rrelu's noise, sdpa
+            # math's dropout mask: the backward would recompute it with other draws); under
+            # torch.func.grad/jacrev the body op by op too (an autograd.Function there needs
+            # setup_context and a vmap rule)
+            if op in GRAD_DEPENDENT_CIA or is_random(op) or compat.functorch_transforms_active():
                 return eager(*args, **kwargs)
             grad_dependent, edges = _verdict(op, flat, spec, verdicts)
             if grad_dependent:
