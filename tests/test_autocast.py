@@ -94,6 +94,32 @@ def test_lite_with_autocast_inside_the_function_is_eager(device: str, dtype: tor
     assert xpu_lite.counters.graphs_compiled == 2  # one forward, one backward
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: torch.einsum("bij,bjk->bik", a, b),
+        lambda a, b: torch.tensordot(a, b, dims=([2], [1])).sum(2),
+        lambda a, b: torch.linalg.multi_dot([a[0], b[0], a[1]]),
+    ],
+    ids=["einsum", "tensordot", "multi_dot"],
+)
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "inference"])
+def test_lite_runs_a_composite_without_an_autocast_kernel_op_by_op(device: str, fn, grad: bool) -> None:
+    """einsum has no autocast kernel of its own: under autocast its body's bmm is cast to
+    the low dtype in eager. Kept as one node, it ran outside autocast, in float32."""
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (3, 4, 6):
+        a, b = torch.randn(2, n, 5, device=device), torch.randn(2, 5, n, device=device)
+        results = []
+        for f in (compiled, fn):
+            leaves = [t.clone().requires_grad_(grad) for t in (a, b)]
+            with _autocast(device, torch.bfloat16):
+                out = f(*leaves)
+            results.append([out.detach(), *(torch.autograd.grad(out.float().sum(), leaves) if grad else ())])
+        assert results[1][0].dtype == torch.bfloat16
+        assert_bitwise(results[0], results[1])
+
+
 def test_leaving_autocast_compiles_again_rather_than_reusing_the_low_precision_graph(device: str) -> None:
     """Dynamo guards the autocast state: the float32 call after a bfloat16 one is a graph of
     its own, equal to eager in float32."""

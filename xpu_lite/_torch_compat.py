@@ -122,6 +122,21 @@ def functorch_transforms_active() -> bool:
     return torch._C._are_functorch_transforms_active()
 
 
+_AUTOCAST_KEYS = {"cpu": DK.AutocastCPU, "cuda": DK.AutocastCUDA, "xpu": DK.AutocastXPU}
+
+
+def autocast_reaches_body(flat: list[Any]) -> bool:
+    """Would the ops of a CompositeImplicitAutograd body called here with these arguments be
+    cast by autocast, as in eager? Autocast is on for a tensor's device and its dispatch key
+    is not excluded: the op has no autocast kernel of its own (einsum), which would have cast
+    its inputs and excluded the key while the op runs (linear's, matmul's)."""
+    for device_type in {x.device.type for x in flat if isinstance(x, torch.Tensor)}:
+        key = _AUTOCAST_KEYS.get(device_type)
+        if key is not None and torch.is_autocast_enabled(device_type) and not torch._C._dispatch_tls_is_dispatch_key_excluded(key):
+            return True
+    return False
+
+
 def sym_expr(value: Any) -> sympy.Expr | None:
     """The sympy expression behind a SymInt/SymFloat/SymBool, a constant for plain numbers."""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):

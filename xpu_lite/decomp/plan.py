@@ -172,6 +172,8 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
                 return result
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
+        if compat.autocast_reaches_body(flat):  # eager's body runs under autocast, op by op cast
+            return eager(*args, **kwargs)
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
             # what eager runs when grad is required; a random body too (rrelu's noise, sdpa
             # math's dropout mask: the backward would recompute it with other draws); under
