@@ -22,6 +22,12 @@ def test_sweep_reports_known_upstream_differences_apart(capsys) -> None:
     assert "known expand[0]" in capsys.readouterr().out
 
 
+def test_sweep_under_autocast(capsys) -> None:
+    # einsum's body casts its bmm under autocast, in eager and lite mode alike
+    assert sweep.main(["--ops", "einsum", "--training", "--samples", "2", "--autocast", "bfloat16"]) == 0
+    assert "float32 under autocast(bfloat16), training: {'ok': 2, 'failed': 0" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("layout", ["strided", "permuted"])
 def test_layouts_give_runs_other_strides_of_the_same_values(layout: str) -> None:
     from torch.testing._internal.opinfo.core import SampleInput

@@ -12,6 +12,7 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --mode region --training  # lite mode, each call in a compile region
     python tools/opinfo_sweep.py --mode default --samples 1 --fallbacks   # what still runs eagerly, and why
     python tools/opinfo_sweep.py --mode default --layout strided  # inputs as views of every other element
+    python tools/opinfo_sweep.py --training --autocast bfloat16   # each call under torch.autocast
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
 kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow), and
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--atol", type=float, default=1e-5, help="default and region mode")
     parser.add_argument("--layout", choices=sorted(LAYOUTS), default="sample",
                         help="how each run's copy of an input tensor is laid out (_run_sample)")
+    parser.add_argument("--autocast", choices=["float16", "bfloat16"],
+                        help="call each op under torch.autocast(device, dtype), eager and compiled alike")
     parser.add_argument("--fallbacks", action="store_true",
                         help="at the end, the eager calls of the compiled graphs by op and reason, most first")
     args = parser.parse_args(argv)
@@ -102,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if wanted and not ops:
         parser.error(f"--ops: no OpInfo named {sorted(wanted)}")
     tol = (0.0, 0.0) if args.mode == "lite" else (args.rtol, args.atol)
+    autocast = (args.device, getattr(torch, args.autocast)) if args.autocast else None
     counts = {"ok": 0, "failed": 0, "known": 0, "skipped": 0}
     fallbacks: collections.Counter[tuple[str, str]] | None = collections.Counter() if args.fallbacks else None
     start = time.perf_counter()
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001  (an OpInfo that cannot make samples for this dtype)
             continue
         for k, sample in enumerate(samples):
-            verdict = check(op, sample, args.mode, args.training, tol, fallbacks, args.layout)
+            verdict = check(op, sample, args.mode, args.training, tol, fallbacks, args.layout, autocast)
             if verdict is None:
                 counts["ok"] += 1
             elif verdict.startswith("skip"):
@@ -129,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 counts["failed"] += 1
                 print(f"FAIL {_name(op)}[{k}]: {verdict}", flush=True)
-    print(f"{args.mode} mode, {args.device}, {args.dtype}, {'training' if args.training else 'inference'}: {counts} "
+    under = f" under autocast({args.autocast})" if args.autocast else ""
+    print(f"{args.mode} mode, {args.device}, {args.dtype}{under}, {'training' if args.training else 'inference'}: {counts} "
           f"over {len(ops)} ops in {time.perf_counter() - start:.0f} s")
     if fallbacks is not None:
         print(f"eager calls in the compiled graphs ({sum(fallbacks.values())}), by op and reason:")
@@ -143,17 +148,20 @@ def _name(op) -> str:
 
 
 def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0),
-          fallbacks: collections.Counter[tuple[str, str]] | None = None, layout: str = "sample") -> str | None:
+          fallbacks: collections.Counter[tuple[str, str]] | None = None, layout: str = "sample",
+          autocast: tuple[str, torch.dtype] | None = None) -> str | None:
     """None when compiled equals eager, else why not ('skip: ...' when not comparable). The
     eager calls of the graphs compiled are counted into `fallbacks` by (op, reason).
-    `layout`: of every run's input tensors (_run_sample)."""
+    `layout`: of every run's input tensors (_run_sample); `autocast`: (device type, dtype)
+    of a torch.autocast around each call (the float64 reference's inputs are not cast)."""
     run = functools.partial(_run_sample, layout=layout)
     from xpu_lite import compile_region
     from xpu_lite.backend import xpu_lite_backend
     from xpu_lite.report import capture
 
     def fn(x, *args, **kwargs):
-        with compile_region() if mode == "region" else contextlib.nullcontext():
+        amp = torch.autocast(autocast[0], dtype=autocast[1]) if autocast else contextlib.nullcontext()
+        with amp, compile_region() if mode == "region" else contextlib.nullcontext():
             return op.op(x, *args, **kwargs)
 
     failures: list[Exception] = []
