@@ -59,6 +59,34 @@ def test_inference_mode(device: str, mode: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1
 
 
+def _attention(q: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, q.cos(), q)
+
+
+def _math_attention(q: torch.Tensor) -> torch.Tensor:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        return _attention(q)
+
+
+def test_sdpa_kernel_inside_the_function_is_traced_and_around_it_read_at_run_time(device: str) -> None:
+    """Dynamo keeps `sdpa_kernel` inside the function as calls that run while tracing only:
+    a kept sdpa ran the default kernel (cpu: flash attention) where eager took the math
+    path. Inside, lite mode traces the choice; around the compiled call the kept op reads
+    it when it runs, as eager does (aot_eager traces one choice for both)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    inside = torch.compile(_math_attention, backend="xpu_lite", mode="lite", dynamic=True)
+    around = torch.compile(_attention, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (16, 24, 40):
+        q = torch.randn(1, 2, n, 8, device=device)
+        assert_bitwise(inside(q), _math_attention(q))
+        assert_bitwise(around(q), _attention(q))
+        with sdpa_kernel([SDPBackend.MATH]):
+            assert_bitwise(around(q), _attention(q))
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_activation_checkpointing(device: str, mode: str) -> None:
     """torch.utils.checkpoint inside the compiled function: outputs and gradients."""

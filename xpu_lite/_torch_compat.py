@@ -137,6 +137,16 @@ def autocast_reaches_body(flat: list[Any]) -> bool:
     return False
 
 
+def sdpa_choice_state() -> tuple[Any, ...]:
+    """What eager's scaled_dot_product_attention reads to pick and run its kernel: the
+    backends `torch.nn.attention.sdpa_kernel` enables, their priority, the math path's
+    half-precision reduction."""
+    c = torch._C
+    return (c._get_flash_sdp_enabled(), c._get_mem_efficient_sdp_enabled(), c._get_math_sdp_enabled(),
+            c._get_cudnn_sdp_enabled(), c._get_overrideable_sdp_enabled(), c._get_fa3_sdp_enabled(),
+            tuple(c._get_sdp_priority_order()), c._get_math_sdp_allow_fp16_bf16_reduction())
+
+
 def sym_expr(value: Any) -> sympy.Expr | None:
     """The sympy expression behind a SymInt/SymFloat/SymBool, a constant for plain numbers."""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):

@@ -23,8 +23,8 @@ from ..config import LiteConfig
 from .cudnn import eager_cudnn_batch_norm
 from .derivatives import EAGER_CIA_BODIES, eager_derivatives
 from .normalization import statistics_fake_rules
-from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, is_random, own_decomposition, policy, returns_tensors,
-                     writes_inputs)
+from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, STATE_DEPENDENT_CIA, is_random, own_decomposition,
+                     policy, returns_tensors, writes_inputs)
 from .regions import REGION_KEY, annotated
 
 COMPILE_OPS_TAG = "xpu_lite:compile_ops"
@@ -124,7 +124,9 @@ def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     """Apply the plan to the CIA ops (and to cuDNN batch norm, `cudnn.py`) for the duration
     of one AOTAutograd trace."""
     verdicts: dict[Any, tuple[bool, list[int]]] = {}  # _verdict per call signature, for this trace
-    kernels = {op: (_autograd_kernel(plan, op, verdicts), _gated(plan, op, _decomposition(op))) for op in plan.preserved_cia}
+    states = {op: state() for op, state in STATE_DEPENDENT_CIA.items()}  # as the trace begins
+    kernels = {op: (_autograd_kernel(plan, op, verdicts, states.get(op)), _gated(plan, op, _decomposition(op)))
+               for op in plan.preserved_cia}
     with (
         compat.enable_python_dispatcher(),
         compat.override_fake_rules(statistics_fake_rules(device_type), static=True),
@@ -160,7 +162,7 @@ def _decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
 
 
 def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
-                     verdicts: dict[Any, tuple[bool, list[int]]]) -> Callable[..., Any]:
+                     verdicts: dict[Any, tuple[bool, list[int]]], state: Any = None) -> Callable[..., Any]:
     original = _decomposition(op)
     eager = EAGER_CIA_BODIES.get(op, compat.cia_decomposition(op))
 
@@ -173,6 +175,8 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
         if compat.autocast_reaches_body(flat):  # eager's body runs under autocast, op by op cast
+            return eager(*args, **kwargs)
+        if op in STATE_DEPENDENT_CIA and STATE_DEPENDENT_CIA[op]() != state:  # set by the graph itself
             return eager(*args, **kwargs)
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
             # what eager runs when grad is required; a random body too (rrelu's noise, sdpa

@@ -306,6 +306,17 @@ GRAD_DEPENDENT_CIA: frozenset[torch._ops.OpOverload] = frozenset({
 })
 
 
+# Composite bodies that read global state which the compiled function can set for itself:
+# Dynamo keeps a `with sdpa_kernel([SDPBackend.MATH])` inside the function as calls that run
+# while AOTAutograd traces, and not when the graph runs. Where the trace finds the state
+# changed since it began, the body runs op by op, its choice traced as eager makes it under
+# that context; else the kept op reads the state when it runs, as eager does (a context
+# around the compiled call). Kept, sdpa ran its default choice (flash attention on cpu).
+STATE_DEPENDENT_CIA: dict[torch._ops.OpOverload, Callable[[], Any]] = {
+    aten.scaled_dot_product_attention.default: compat.sdpa_choice_state,
+    aten._scaled_dot_product_attention_math.default: compat.sdpa_choice_state,
+}
+
 # Ops not composite in C++ on whose Autograd key torch._decomp puts a decomposition that runs
 # only under the python dispatcher (while tracing); outside regions lite mode passes it by,
 # so the graph differentiates them by their derivative formulas, as eager does
