@@ -72,7 +72,8 @@ KNOWN_AUTOCAST = {
     "nn.functional.bilinear": "_trilinear's kernel calls its products through the dispatcher, which autocast "
                               "casts in eager; the graph runs it with autocast off",
     "linalg.matrix_power": "its gradient under autocast (aot_eager's too)",
-    "linalg.pinv.hermitian": "an empty batch's result is float32 (aot_eager's too), eager's bfloat16",
+    "linalg.pinv": "its kernel's matmuls are autocast in eager: float32 result, eager's the autocast dtype",
+    "linalg.pinv.hermitian": "an empty batch's result is float32, eager's the autocast dtype",
 }
 
 

@@ -19,7 +19,7 @@ from torch._decomp import core_aten_decompositions, decomposition_table, get_dec
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._subclasses import fake_impls
-from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, statically_known_true
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, guard_or_true, statically_known_true
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, ModularIndexing, PythonMod
@@ -38,6 +38,7 @@ __all__ = [
     "real_tensors",
     "free_unbacked_symbols",
     "statically_known_true",
+    "guard_or_true",
     "provably_equal",
     "override_cia_kernels",
     "override_autograd_kernel",

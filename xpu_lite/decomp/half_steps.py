@@ -71,7 +71,7 @@ def _torch(op: torch._ops.OpOverload, *args: Any) -> Any:
 
 
 def log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
-    if x.device.type != "cpu" or _half(x) is None or half_to_float or x.numel() == 0 \
+    if x.device.type != "cpu" or _half(x) is None or half_to_float or compat.guard_or_true(x.numel() == 0) \
             or dim % max(x.dim(), 1) != max(x.dim(), 1) - 1:
         return _torch(aten._log_softmax.default, x, dim, half_to_float)
     x = x.contiguous()  # as eager's result, and torch._decomp's
@@ -82,7 +82,7 @@ def log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
 
 def logsumexp(x: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
     dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
-    if _half(x) is None or x.numel() == 0 or not dims:
+    if _half(x) is None or compat.guard_or_true(x.numel() == 0) or not dims:
         return _torch(aten.logsumexp.default, x, dim, keepdim)
     held = _held(x.dtype)
     maxes = torch.amax(x.float(), dims, keepdim=True)

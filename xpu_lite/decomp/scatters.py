@@ -34,8 +34,9 @@ def masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor)
     """masked_scatter as eager's cuda algorithm (Inductor's): the k-th set position of the
     mask takes source's k-th element (a cumsum of the mask), read by a lookup; eager's
     result is contiguous. An empty source (nothing to read; eager accepts it with an empty
-    mask) keeps the op."""
-    if source.numel() == 0:
+    mask) keeps the op, and so does a source whose size is data-dependent (masked_select's
+    gradient): unless it cannot be empty, there is nothing to guard on."""
+    if compat.guard_or_true(source.numel() == 0):
         return NotImplemented
     self, mask = aten.broadcast_tensors([self, mask])
     positions = (mask.reshape(-1).cumsum(0) - 1).clamp(min=0)
