@@ -13,6 +13,7 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --mode default --samples 1 --fallbacks   # what still runs eagerly, and why
     python tools/opinfo_sweep.py --mode default --layout strided  # inputs as views of every other element
     python tools/opinfo_sweep.py --training --autocast bfloat16   # each call under torch.autocast
+    python tools/opinfo_sweep.py --mode default --unbacked        # the input's first size data-dependent
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
 kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow), and
@@ -91,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="how each run's copy of an input tensor is laid out (_run_sample)")
     parser.add_argument("--autocast", choices=["float16", "bfloat16"],
                         help="call each op under torch.autocast(device, dtype), eager and compiled alike")
+    parser.add_argument("--unbacked", action="store_true",
+                        help="the first input's leading size data-dependent inside the function (an index_select "
+                             "by nonzero of all ones), eager alike")
     parser.add_argument("--fallbacks", action="store_true",
                         help="at the end, the eager calls of the compiled graphs by op and reason, most first")
     args = parser.parse_args(argv)
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001  (an OpInfo that cannot make samples for this dtype)
             continue
         for k, sample in enumerate(samples):
-            verdict = check(op, sample, args.mode, args.training, tol, fallbacks, args.layout, autocast)
+            verdict = check(op, sample, args.mode, args.training, tol, fallbacks, args.layout, autocast, args.unbacked)
             if verdict is None:
                 counts["ok"] += 1
             elif verdict.startswith("skip"):
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 counts["failed"] += 1
                 print(f"FAIL {_name(op)}[{k}]: {verdict}", flush=True)
-    under = f" under autocast({args.autocast})" if args.autocast else ""
+    under = (f" under autocast({args.autocast})" if args.autocast else "") + (", unbacked" if args.unbacked else "")
     print(f"{args.mode} mode, {args.device}, {args.dtype}{under}, {'training' if args.training else 'inference'}: {counts} "
           f"over {len(ops)} ops in {time.perf_counter() - start:.0f} s")
     if fallbacks is not None:
@@ -160,17 +164,27 @@ def _name(op) -> str:
 
 def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0),
           fallbacks: collections.Counter[tuple[str, str]] | None = None, layout: str = "sample",
-          autocast: tuple[str, torch.dtype] | None = None) -> str | None:
+          autocast: tuple[str, torch.dtype] | None = None, unbacked: bool = False) -> str | None:
     """None when compiled equals eager, else why not ('skip: ...' when not comparable). The
     eager calls of the graphs compiled are counted into `fallbacks` by (op, reason).
     `layout`: of every run's input tensors (_run_sample); `autocast`: (device type, dtype)
-    of a torch.autocast around each call (the float64 reference's inputs are not cast)."""
+    of a torch.autocast around each call (the float64 reference's inputs are not cast);
+    `unbacked`: the input's leading size made data-dependent first (_unbacked)."""
+    # data-dependent sizes are captured for every trace of the sample, aot_eager's included
+    patch = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True) if unbacked else contextlib.nullcontext()
+    with patch:
+        return _check(op, sample, mode, training, tol, fallbacks, layout, autocast, unbacked)
+
+
+def _check(op, sample, mode: str, training: bool, tol, fallbacks: collections.Counter[tuple[str, str]] | None,
+           layout: str, autocast: tuple[str, torch.dtype] | None, unbacked: bool) -> str | None:
     run = functools.partial(_run_sample, layout=layout)
     from xpu_lite import compile_region
     from xpu_lite.backend import xpu_lite_backend
     from xpu_lite.report import capture
 
     def fn(x, *args, **kwargs):
+        x = _unbacked(x) if unbacked else x
         amp = torch.autocast(autocast[0], dtype=autocast[1]) if autocast else contextlib.nullcontext()
         with amp, compile_region() if mode == "region" else contextlib.nullcontext():
             return op.op(x, *args, **kwargs)
@@ -200,8 +214,11 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
         try:
             actual = run(torch.compile(fn, backend=backend, dynamic=True), sample, training)
         except Exception as exc:  # noqa: BLE001
-            if not failures and _aot_eager_fails(fn, sample, training, run):
+            upstream = _aot_eager_fails(fn, sample, training, run)
+            if upstream and not failures:
                 return f"skip: Dynamo fails in every backend ({type(exc).__name__})"
+            if upstream:  # xpu_lite's backend raised, and aot_eager's fails too
+                return f"skip: aot_eager fails to compile it too ({upstream})"
             return f"{type(exc).__name__}: {' | '.join(str(exc).splitlines()[:2])[:300]}"
     if fallbacks is not None:
         fallbacks.update((d.op, str(d.reason)) for r in reports for d in r.fallbacks)
@@ -239,6 +256,13 @@ def check(op, sample, mode: str = "lite", training: bool = False, tol=(0.0, 0.0)
         # cuDNN's transposed convolution, attention's RNG seed outputs: a second eager run differs
         return f"skip: eager is not deterministic here ({verdict[:60]})"
     return verdict
+
+
+def _unbacked(x):
+    """`x` with its leading size data-dependent in a trace (an unbacked symbol), the same values."""
+    if not isinstance(x, torch.Tensor) or x.dim() == 0:
+        return x
+    return x.index_select(0, torch.ones(x.shape[0], dtype=torch.bool, device=x.device).nonzero().squeeze(1))
 
 
 LOW_PRECISION = {torch.float16: 2.0, torch.bfloat16: 3.0}  # dtype -> allowed error relative to eager's
