@@ -117,6 +117,8 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.embedding_dense_backward.default: (scatters.embedding_dense_backward,
                                             "embedding's backward as index_put with accumulate, float16/bfloat16 on "
                                             "cpu added in the dtype, as eager's cpu kernel adds"),
+    aten._unsafe_masked_index_put_accumulate.default: (scatters.unsafe_masked_index_put_accumulate,
+                                                       "torch._decomp's, guarding on no data-dependent size"),
     aten.scatter_reduce.two: (scatters.scatter_reduce, "scatter_reduce as ATen computes it: sum and mean scatter and "
                                                        "scatter_add kernels, amax and amin atomic maxima and minima "
                                                        "(prod keeps the op)"),

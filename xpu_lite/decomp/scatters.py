@@ -104,6 +104,18 @@ def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, n
     return aten._unsafe_masked_index_put_accumulate(grad_weight, kept, [indices], grad_output)
 
 
+def unsafe_masked_index_put_accumulate(x: torch.Tensor, mask: torch.Tensor, indices: list[Any],
+                                       values: torch.Tensor) -> torch.Tensor:
+    """torch._decomp's, without its guard on whether `x` is empty, which a data-dependent
+    size cannot answer (the gradient of an embedding of a boolean-masked weight raised, in
+    Inductor too): `x` is empty only if known so. Where it is empty at run time, eager's
+    embedding raised in the forward already (any index is out of range)."""
+    if compat.statically_known_true(x.numel() == 0):
+        return x.clone()
+    indices = [i.clamp(min=-x.size(d), max=x.size(d) - 1) if i is not None else None for d, i in enumerate(indices)]
+    return aten._unsafe_index_put(x, indices, values.masked_fill(~mask, 0), accumulate=True)
+
+
 def scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
                    include_self: bool = True) -> Any:
     """scatter_reduce as ATen's scatter_reduce_two computes it on every device: without

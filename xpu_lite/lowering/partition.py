@@ -105,11 +105,13 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     not_a_view = view_rejection(node)
     if not_a_view is None:
         return Decision(name, op, DecisionKind.VIEW, note=note)
+    if isinstance(val, torch.Tensor) and compat.statically_known_true(val.numel() == 0):
+        # (sizes that are symbols known to be 0 as well as literal ones: a kernel's index
+        # math would divide by its 0 strides)
+        return fallback(FallbackKind.ATEN_KERNEL, "an empty result: no values for a kernel to compute, aten makes it")
     not_lowered = LOWERINGS.rejection(node)
     if not_lowered is None:
         return Decision(name, op, DecisionKind.KERNEL, note=note)
-    if isinstance(val, torch.Tensor) and compat.statically_known_true(val.numel() == 0):
-        return fallback(FallbackKind.ATEN_KERNEL, "an empty result: no values for a kernel to compute, aten makes it")
     if _host_float64(val) or (_host_scalar(val) and any(_host_float64(a.meta.get("val")) for a in node.all_input_nodes)):
         # on a GPU the same nodes are `other device` ones: host math on every device
         return fallback(FallbackKind.HOST_SCALAR, "float64 math of 0-dim host values (a Python float under dynamic=True, "
