@@ -143,3 +143,20 @@ def test_default_mode_decompositions_take_data_dependent_sizes(device: str, fn, 
             for a, e, r in zip(actual, eager, reference):  # as close to float64 as eager's, within tol
                 assert a.shape == e.shape
                 assert (a - r).abs().max() <= 2 * (e - r).abs().max() + tol * r.abs().max()
+
+
+def test_scalars_a_kernel_of_data_dependent_size_stores_are_computed_before_it(device: str) -> None:
+    """`t.exp()` is computed inline by the kernel of `y * 2 + s`, whose size only the data
+    decides; the output `s` is then stored by a 0-dim kernel of its own, which ran after
+    the kernel that reads it (the wrapper raised KeyError)."""
+    def fn(x: torch.Tensor, t: torch.Tensor):
+        a = x[x > 0] * 2
+        s = t.exp()
+        return a + s, s
+
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+        for n in (5, 8):
+            x, t = torch.randn(n, device=device), torch.randn((), device=device)
+            torch.testing.assert_close(compiled(x, t), fn(x, t), rtol=1e-6, atol=1e-6)
+        assert xpu_lite.counters.kernel_launches > 0

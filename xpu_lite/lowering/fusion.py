@@ -117,9 +117,10 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current = _Run(_own_space(node), [node])
             runs.append(current)
     flush()
-    if moved:
+    parts = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
+    if moved or len(parts) > len(runs):
         gm.recompile()  # nodes moved: gm's own code follows the graph's new order
-    runs = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
+    runs = parts
     return [build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
             build_group(f"kernel_{i}", run.members, run.space, is_view, inlined) for i, run in enumerate(runs)]
 
@@ -271,6 +272,8 @@ def _stored_scalars_apart(run: _Run) -> list[_Run]:
                 todo.append(arg)
     first = _Run(Space(()), [n for n in run.members if n in apart])
     rest = _Run(run.space, [n for n in run.members if n not in apart])
+    for node in first.members:  # a kernel is called at its first member: this one before the rest's
+        rest.members[0].prepend(node)  # (what they read comes before the run's first member)
     return [first, rest]
 
 
