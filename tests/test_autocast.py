@@ -118,6 +118,9 @@ def test_lite_runs_a_composite_without_an_autocast_kernel_op_by_op(device: str, 
             results.append([out.detach(), *(torch.autograd.grad(out.float().sum(), leaves) if grad else ())])
         assert results[1][0].dtype == torch.bfloat16
         assert_bitwise(results[0], results[1])
+    with _autocast(device, torch.bfloat16):
+        report = xpu_lite.explain(fn, a, b, mode="lite", dynamic=True)
+    assert any("run op by op: autocast casts its body's ops" in d.note for g in report.graphs for d in g.decisions)
 
 
 def test_leaving_autocast_compiles_again_rather_than_reusing_the_low_precision_graph(device: str) -> None:

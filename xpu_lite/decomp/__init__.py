@@ -4,7 +4,7 @@ from __future__ import annotations
 from .plan import DecompPlan, build_plan, tracing
 from .policy import is_random, own_decomposition_reason, policy
 from .recompose import recompose
-from .regions import REGION_KEY, compile_region, in_region_meta
+from .regions import OP_BY_OP_KEY, REGION_KEY, compile_region, in_region_meta
 
 __all__ = ["DecompPlan", "build_plan", "tracing", "is_random", "own_decomposition_reason", "policy", "recompose",
-           "REGION_KEY", "compile_region", "in_region_meta"]
+           "OP_BY_OP_KEY", "REGION_KEY", "compile_region", "in_region_meta"]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+import torch.fx.traceback as fx_traceback
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .. import _torch_compat as compat
@@ -25,7 +26,7 @@ from .derivatives import EAGER_CIA_BODIES, eager_derivatives
 from .normalization import statistics_fake_rules
 from .policy import (ALIASING_CIA, GRAD_DEPENDENT_CIA, HIDDEN_WRITES, STATE_DEPENDENT_CIA, is_random, own_decomposition,
                      policy, returns_tensors, writes_inputs)
-from .regions import REGION_KEY, annotated
+from .regions import OP_BY_OP_KEY, REGION_KEY, annotated
 
 COMPILE_OPS_TAG = "xpu_lite:compile_ops"
 _ALIASING = (
@@ -174,20 +175,13 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
                 return result
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
-        if compat.autocast_reaches_body(flat):  # eager's body runs under autocast, op by op cast
-            return eager(*args, **kwargs)
-        if op in STATE_DEPENDENT_CIA and STATE_DEPENDENT_CIA[op]() != state:  # set by the graph itself
-            return eager(*args, **kwargs)
-        if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat):
-            # what eager runs when grad is required; a random body too (rrelu's noise, sdpa
-            # math's dropout mask: the backward would recompute it with other draws); under
-            # torch.func.grad/jacrev the body op by op too (an autograd.Function there needs
-            # setup_context and a vmap rule)
-            if op in GRAD_DEPENDENT_CIA or is_random(op) or compat.functorch_transforms_active():
+        requires_grad = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat)
+        why = _op_by_op(op, flat, spec, state, requires_grad, verdicts)
+        if why is not None:
+            with fx_traceback.annotate({OP_BY_OP_KEY: f"{op}, run op by op: {why}"}):  # explain() says why
                 return eager(*args, **kwargs)
-            grad_dependent, edges = _verdict(op, flat, spec, verdicts)
-            if grad_dependent:
-                return eager(*args, **kwargs)
+        if requires_grad:
+            _, edges = _verdict(op, flat, spec, verdicts)
             # a tensor the body's gradient reaches by k edges is passed k times: see _PreservedOp
             extra = [x for x, k in zip(flat, edges) for _ in range(k - 1)]
             out = _PreservedOp.apply(op, eager, spec, len(flat), *flat, *extra)
@@ -196,6 +190,25 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
             return op(*args, **kwargs)
 
     return autograd_kernel
+
+
+def _op_by_op(op: torch._ops.OpOverload, flat: list[Any], spec: Any, state: Any, requires_grad: bool,
+              verdicts: dict[Any, tuple[bool, list[int]]]) -> str | None:
+    """Why this call of a kept op runs its body op by op, as eager does, rather than as one
+    node; None where it stays one."""
+    if compat.autocast_reaches_body(flat):
+        return "autocast casts its body's ops in eager (it has no autocast kernel of its own)"
+    if op in STATE_DEPENDENT_CIA and STATE_DEPENDENT_CIA[op]() != state:
+        return "the function sets what its body reads (sdpa_kernel inside it): traced as eager chooses"
+    if not requires_grad:
+        return None
+    if compat.functorch_transforms_active():  # an autograd.Function there needs setup_context and a vmap rule
+        return "under torch.func transforms, as eager"
+    if is_random(op):  # the backward would recompute the body with other draws (rrelu's noise, a dropout mask)
+        return "a random body, in training: its backward would draw again"
+    if op in GRAD_DEPENDENT_CIA or _verdict(op, flat, spec, verdicts)[0]:
+        return "its body takes other steps when inputs require grad, in training: eager's steps"
+    return None
 
 
 def _verdict(op: torch._ops.OpOverload, flat: list[Any], spec: Any,

@@ -13,6 +13,8 @@ from typing import Any
 import torch.fx.traceback as fx_traceback
 
 REGION_KEY = "compile_with_inductor"  # upstream's marker, so annotated models work unchanged
+# on the nodes of a kept op's body that ran op by op, as eager runs it: the op and why (plan._op_by_op)
+OP_BY_OP_KEY = "xpu_lite_op_by_op"
 
 
 def compile_region(tag: Any = "xpu_lite") -> contextlib.AbstractContextManager[None]:

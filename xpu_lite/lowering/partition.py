@@ -13,7 +13,7 @@ import torch.fx
 
 from .. import _torch_compat as compat
 from ..config import LiteConfig
-from ..decomp import DecompPlan, in_region_meta, is_random, own_decomposition_reason
+from ..decomp import OP_BY_OP_KEY, DecompPlan, in_region_meta, is_random, own_decomposition_reason
 from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
 from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
@@ -138,6 +138,8 @@ def selected(node: torch.fx.Node, config: LiteConfig) -> bool:
 
 
 def _origin(node: torch.fx.Node) -> str:
+    if op_by_op := (node.meta.get("custom") or {}).get(OP_BY_OP_KEY):
+        return f"from {op_by_op}"  # a kept op's body, run op by op (decomp.plan._op_by_op)
     original = node.meta.get("original_aten")
     if not isinstance(original, torch._ops.OpOverload) or str(original) == op_name(node.target):
         return ""
