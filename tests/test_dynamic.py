@@ -1,6 +1,7 @@
 """Dynamic shapes: computed sizes, FloorDiv, data-dependent sizes, SymInt arguments."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -160,3 +161,32 @@ def test_scalars_a_kernel_of_data_dependent_size_stores_are_computed_before_it(d
             x, t = torch.randn(n, device=device), torch.randn((), device=device)
             torch.testing.assert_close(compiled(x, t), fn(x, t), rtol=1e-6, atol=1e-6)
         assert xpu_lite.counters.kernel_launches > 0
+
+
+def _norm_over_a_data_dependent_dim(x: torch.Tensor, w: torch.Tensor, region: bool) -> torch.Tensor:
+    rows = torch.ones(x.shape[0], dtype=torch.bool, device=x.device).nonzero().squeeze(1)
+    x = x.index_select(0, rows)  # a leading size u0, which layer_norm's shape asserts to be 1
+    with xpu_lite.compile_region() if region else contextlib.nullcontext():
+        return torch.nn.functional.layer_norm(x, w.shape, w, None, 0.5)
+
+
+@pytest.mark.parametrize("mode", ["default", "region"])
+def test_normalizing_over_a_data_dependent_dim_asserted_to_be_1(device: str, mode: str) -> None:
+    """The reduction's space has u0 where the rows after it, traced after the assert, have 1:
+    equal under the assert, so fused, but the kernel took the rows for other shapes and
+    indexed them per row (the region gave values of 1e24; the default mode's kernel failed
+    to compile and ran eagerly)."""
+    def fn(x, w):
+        return _norm_over_a_data_dependent_dim(x, w, region=mode == "region")
+
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        compiled = torch.compile(fn, backend="xpu_lite", mode="lite" if mode == "region" else None, dynamic=True)
+        for k in (2, 3, 5):
+            x, w = torch.randn(1, k, 3, device=device), torch.randn(1, k, 3, device=device)
+            results = []
+            for f in (compiled, fn):
+                leaves = [t.clone().requires_grad_() for t in (x, w)]
+                out = f(*leaves)
+                results.append([out, *torch.autograd.grad((out * out.detach()).sum(), leaves)])
+            torch.testing.assert_close(results[0], results[1], rtol=1e-5, atol=1e-5)
+    assert xpu_lite.counters.kernel_launches > 0
