@@ -45,6 +45,26 @@ def test_op_spellings_resolve_to_overloads() -> None:
     assert aten.gelu.default in parse_config("lite", {"compile_ops": "aten.gelu"}).compile_ops  # a packet: every overload
 
 
+@pytest.mark.parametrize("packet", ["aten.add", aten.einsum], ids=["name", "packet"])
+def test_a_packet_is_the_overloads_a_graph_can_hold(packet) -> None:
+    """torch.ops lists TorchScript's own overloads too (aten.add.t, aten.einsum.sublist),
+    which the dispatcher does not have: keeping a packet compiled nothing (RuntimeError)."""
+    keep = parse_config("lite", {"keep_ops": [packet]}).keep_ops
+    assert aten.add.Tensor in keep or aten.einsum.default in keep
+    assert not {op for op in keep if op._overloadname in ("t", "int", "sublist")}
+    fn = (lambda a, b: a + b) if packet == "aten.add" else (lambda a, b: torch.einsum("ij,jk->ik", a, b))
+    a, b = torch.randn(3, 3), torch.randn(3, 3)
+    compiled = torch.compile(fn, backend="xpu_lite", options={"mode": "lite", "keep_ops": [packet]}, dynamic=True)
+    assert torch.equal(compiled(a, b), fn(a, b))
+
+
+def test_a_torchscript_overload_is_refused_with_the_packets_real_ones() -> None:
+    with pytest.raises(ValueError, match=r"aten\.add\.t is TorchScript's.*aten\.add\.Tensor"):
+        parse_config("lite", {"keep_ops": [aten.add.t]})
+    with pytest.raises(ValueError, match=r"no operator named 'aten\.add\.t'"):
+        parse_config("lite", {"keep_ops": ["aten.add.t"]})
+
+
 def test_unknown_op_suggests_closest() -> None:
     with pytest.raises(ValueError, match=r"closest matches: .*aten\._fused_rms_norm"):
         parse_config("lite", {"keep_ops": ["aten._fused_rms_nrom"]})

@@ -39,6 +39,7 @@ __all__ = [
     "free_unbacked_symbols",
     "statically_known_true",
     "guard_or_true",
+    "in_dispatcher",
     "provably_equal",
     "override_cia_kernels",
     "override_autograd_kernel",
@@ -189,6 +190,16 @@ def preservable_cia_ops() -> frozenset[torch._ops.OpOverload]:
     from torch._export.utils import _collect_all_valid_cia_ops
 
     return frozenset(_collect_all_valid_cia_ops())
+
+
+def in_dispatcher(op: torch._ops.OpOverload) -> bool:
+    """Whether the dispatcher has `op`. torch.ops also lists TorchScript's own overloads
+    (aten.add.t, aten.add.int, aten.einsum.sublist), which no aten graph holds."""
+    try:
+        torch._C._dispatch_find_schema_or_throw(op._schema.name, op._schema.overload_name)
+    except RuntimeError:
+        return False
+    return True
 
 
 def is_cia_op(op: torch._ops.OpOverload) -> bool:

@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from . import _torch_compat as compat
+
 MODES: tuple[str, ...] = ("default", "lite")
 # "mode" is an option too: torch.compile refuses mode= and options= together, so lite mode
 # with options is spelled options={"mode": "lite", ...}.
@@ -108,9 +110,12 @@ def resolve_ops(spec: Any, option: str) -> frozenset[torch._ops.OpOverload]:
     ops: set[torch._ops.OpOverload] = set()
     for item in spec:
         if isinstance(item, torch._ops.OpOverload):
+            if not compat.in_dispatcher(item):
+                raise ValueError(f"xpu_lite: option {option!r}: {item} is TorchScript's, not an aten operator of the "
+                                 f"dispatcher (no graph holds it); its packet's are: {_overload_names(item.overloadpacket)}")
             ops.add(item)
         elif isinstance(item, torch._ops.OpOverloadPacket):
-            ops.update(getattr(item, name) for name in item.overloads())
+            ops.update(_dispatcher_overloads(item))
         elif isinstance(item, str):
             ops.update(_ops_from_name(item, option))
         else:
@@ -119,6 +124,15 @@ def resolve_ops(spec: Any, option: str) -> frozenset[torch._ops.OpOverload]:
                 f"such as 'aten.add.Tensor'; got {type(item).__name__} {item!r}"
             )
     return frozenset(ops)
+
+
+def _dispatcher_overloads(packet: torch._ops.OpOverloadPacket) -> list[torch._ops.OpOverload]:
+    """A packet's overloads that can be in a graph: not TorchScript's own (aten.add.t)."""
+    return [op for op in (getattr(packet, name) for name in packet.overloads()) if compat.in_dispatcher(op)]
+
+
+def _overload_names(packet: torch._ops.OpOverloadPacket) -> str:
+    return ", ".join(str(op) for op in _dispatcher_overloads(packet))
 
 
 @lru_cache(maxsize=1)
@@ -143,8 +157,8 @@ def _ops_from_name(name: str, option: str) -> list[torch._ops.OpOverload]:
         except (AttributeError, RuntimeError):
             packet = None
     if packet is not None and len(parts) == 2:
-        return [getattr(packet, o) for o in packet.overloads()]
-    if packet is not None and parts[2] in packet.overloads():
+        return _dispatcher_overloads(packet)
+    if packet is not None and parts[2] in {op._overloadname for op in _dispatcher_overloads(packet)}:
         return [getattr(packet, parts[2])]
     close = difflib.get_close_matches(text, _all_op_names(), n=5, cutoff=0.6)
     hint = f"; closest matches: {', '.join(close)}" if close else ""
