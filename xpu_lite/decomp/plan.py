@@ -107,8 +107,8 @@ def build_plan(config: LiteConfig) -> DecompPlan:
     kept = dict(keep)
     kept.update({op: "keep_ops option" for op in config.keep_ops})
     preservable = frozenset(op for op in compat.preservable_cia_ops() - ALIASING_CIA if returns_tensors(op))
-    for op in config.keep_ops:
-        if compat.is_cia_op(op) and op not in preservable:
+    for op in config.keep_ops:  # (an out= or in-place overload never is in the functional graphs: moot)
+        if compat.is_cia_op(op) and op not in preservable and not op._schema.is_mutable:
             raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING if op in ALIASING_CIA else _NOT_TENSORS}")
     if config.lite:
         preserved = preservable
