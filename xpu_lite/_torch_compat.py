@@ -40,6 +40,7 @@ __all__ = [
     "statically_known_true",
     "guard_or_true",
     "in_dispatcher",
+    "dispatcher_op_names",
     "provably_equal",
     "override_cia_kernels",
     "override_autograd_kernel",
@@ -190,6 +191,11 @@ def preservable_cia_ops() -> frozenset[torch._ops.OpOverload]:
     from torch._export.utils import _collect_all_valid_cia_ops
 
     return frozenset(_collect_all_valid_cia_ops())
+
+
+def dispatcher_op_names() -> list[str]:
+    """'aten::add.Tensor', ... for every operator the dispatcher has."""
+    return torch._C._dispatch_get_all_op_names()
 
 
 def in_dispatcher(op: torch._ops.OpOverload) -> bool:

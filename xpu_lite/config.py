@@ -139,7 +139,7 @@ def _overload_names(packet: torch._ops.OpOverloadPacket) -> str:
 def _all_op_names() -> tuple[str, ...]:
     """'aten.add.Tensor', 'aten.add' ... for every registered operator (for suggestions)."""
     names: set[str] = set()
-    for full in torch._C._dispatch_get_all_op_names():
+    for full in compat.dispatcher_op_names():
         ns, _, rest = full.partition("::")
         base, _, overload = rest.partition(".")
         names.add(f"{ns}.{base}")
