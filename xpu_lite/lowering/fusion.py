@@ -31,7 +31,7 @@ from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import Space, same_elements_shape, sizes_of, slice_map, view_root
+from .space import Space, same_elements_shape, same_shape, sizes_of, slice_map, view_root
 
 aten = torch.ops.aten
 
@@ -369,7 +369,7 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
         return own  # constants load nothing: they fit any space
     # sizes equal under the guards count as equal (a GLU's halves, (n + 1) // 2 and n - (n + 1) // 2)
     equal = lambda a, b: provably_equal(a, b, node.meta["val"])  # noqa: E731
-    same = lambda a, b: len(a) == len(b) and all(map(equal, a, b))  # noqa: E731
+    same = lambda a, b: same_shape(a, b, equal)  # noqa: E731
     if own.rdims:  # a reduction: over the run's elements (in a shape apart by dims of 1, too), or the same reduction
         if not space.rdims and same_elements_shape(own.sizes, space.sizes, equal):
             return own

@@ -16,8 +16,8 @@ from .._torch_compat import provably_equal, sym_expr
 from ..held_values import held_value
 from . import ir
 from .registry import LOWERINGS
-from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, same_elements_shape, sizes_of, slice_map, space_coords,
-                    strides_of, tiled_index, view_root)
+from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, same_elements_shape, same_shape, sizes_of, slice_map,
+                    space_coords, strides_of, tiled_index, view_root)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,19 +76,16 @@ class KernelBuilder:
         None: the plain flat xindex."""
         if not self.space.rdims:
             return None
-        if self._same(shape, self.space.sizes):  # (as fusion joined it: equal under the guards, a
+        if same_shape(shape, self.space.sizes, self.equal):  # (as fusion joined it: equal under the guards, a
             return space_coords(self.space)  # data-dependent size asserted to be 1 too)
         if shape not in self.space.row_shapes and same_elements_shape(shape, self.space.sizes, self.equal):
             return coords_as(space_coords(self.space), self.space.sizes, shape)
         return flat_coords(ir.XINDEX, shape)
 
-    def _same(self, a: tuple[sympy.Expr, ...], b: tuple[sympy.Expr, ...]) -> bool:
-        return a == b or (len(a) == len(b) and all(map(self.equal, a, b)))
-
     def index(self, at: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
         """Offset of the current element of a value of shape `at` in a tensor with
         `sizes`/`strides` broadcast to it."""
-        if self.tile is not None and self._same(at, self.space.sizes):
+        if self.tile is not None and same_shape(at, self.space.sizes, self.equal):
             return tiled_index(self.tile, at, sizes, strides)
         return index_expr(at, sizes, strides, self.coords(at))
 

@@ -85,6 +85,13 @@ def space_coords(space: Space) -> tuple[sympy.Expr, ...]:
     return tuple(coords)
 
 
+def same_shape(a: tuple[sympy.Expr, ...], b: tuple[sympy.Expr, ...],
+               equal: Callable[[sympy.Expr, sympy.Expr], bool] = operator.eq) -> bool:
+    """Whether shapes `a` and `b` are the same, dim by dim `equal` (under the guards, for
+    fusion and the kernels it builds alike)."""
+    return a == b or (len(a) == len(b) and all(map(equal, a, b)))
+
+
 def same_elements_shape(a: tuple[sympy.Expr, ...], b: tuple[sympy.Expr, ...],
                         equal: Callable[[sympy.Expr, sympy.Expr], bool] = operator.eq) -> bool:
     """Whether shapes `a` and `b` hold the same elements in the same row-major order: they
