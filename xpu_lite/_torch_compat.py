@@ -592,6 +592,19 @@ def is_higher_order(target: Any) -> bool:
     return isinstance(target, torch._ops.HigherOrderOperator)
 
 
+TRITON_KERNEL_FUNCTIONAL = torch.ops.higher_order.triton_kernel_wrapper_functional  # a user's @triton.jit kernel
+
+
+def user_triton_kernel_name(node: torch.fx.Node) -> str:
+    """The Python name of the user's Triton kernel a triton_kernel_wrapper_* node launches
+    (Dynamo keeps the kernel in a side table, by index)."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    kernel = kernel_side_table.get_kernel(node.kwargs["kernel_idx"])
+    kernel = getattr(kernel, "fn", kernel)  # an Autotuner wraps the JITFunction, which wraps the function
+    return getattr(getattr(kernel, "fn", kernel), "__name__", repr(kernel))
+
+
 dispatch_mode_count = torch._C._len_torch_dispatch_stack  # a C call: cheap enough for every call
 
 

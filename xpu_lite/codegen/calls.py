@@ -4,12 +4,13 @@ Each planner decides one kind, by node name: codegen/inplace.py (in-place varian
 bindings.py (eager's Python bindings), identities.py (detaches that are their input),
 prims.py (prims ops called as the aten op they run; host float casts done in Python),
 writebacks.py (an input's copy_ whose kernel stores into the input), reinplace.py (custom
-ops that write their inputs, called on them).
+ops and user Triton kernels that write their inputs, called on them).
 backend.compile_graph gathers them; wrapper.py reads the plan; explain() shows its notes.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 
@@ -24,7 +25,7 @@ class CallPlan:
     prims: dict[str, torch._ops.OpOverload] = dataclasses.field(default_factory=dict)  # codegen/prims.py
     host_values: dict[str, torch.dtype] = dataclasses.field(default_factory=dict)  # casts computed in Python, codegen/prims.py
     writebacks: dict[str, str] = dataclasses.field(default_factory=dict)  # copy_ -> the node stored into its input, writebacks.py
-    copied_bases: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # auto_functionalized_v2, reinplace.py
+    copied_bases: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)  # reinplace.py's writers
 
     def notes(self) -> list[tuple[str, str]]:
         """(node, what explain() says of the call) for every planned fallback."""

@@ -1,13 +1,15 @@
-"""Custom ops that write their inputs, called in place where nothing can tell.
+"""Custom ops and user Triton kernels that write their inputs, called in place where
+nothing can tell.
 
 Input: the aten FX graph. Output: {node name: the bases it must still copy} for the
-`auto_functionalized_v2` nodes (a custom op with `mutates_args`, functionalized) that need
-not copy every tensor the op writes. Eager's implementation of the higher-order op copies
-each one (a "base"), calls the op on the copies and returns them; a graph input's new
-value is then copied back into it (`copy_`). For a KV cache that is two copies of the cache
-per step, where eager calls the op on the cache itself. The wrapper passes the bases that
-stay copied as `_only_clone_these_bases`, as Inductor's reinplacing pass does; the op then
-writes the others itself.
+functionalized writers that need not copy every tensor they write: `auto_functionalized_v2`
+(a custom op with `mutates_args`) and `triton_kernel_wrapper_functional` (a user's
+@triton.jit kernel). Eager's implementation of either higher-order op copies each tensor
+written (a "base"), calls the op or kernel on the copies and returns them; a graph input's
+new value is then copied back into it (`copy_`). For a KV cache that is two copies of the
+cache per step, where eager calls the op on the cache itself. The wrapper passes the bases
+that stay copied (`_only_clone_these_bases`, by index; `tensors_to_clone`, by name), as
+Inductor's reinplacing pass does; the op or kernel then writes the others itself.
 
 A base is written in place only where nothing can observe that it was:
 - a graph input: a `copy_` later in the graph writes this call's new value into it (the
@@ -25,14 +27,16 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from ..lowering.views import storage_id
 
 _AUTO_FUNCTIONALIZED = torch.ops.higher_order.auto_functionalized_v2
+_TRITON_KERNEL = compat.TRITON_KERNEL_FUNCTIONAL
 
 
-def plan_reinplace(gm: torch.fx.GraphModule) -> dict[str, tuple[int, ...]]:
-    """auto_functionalized_v2 node name -> indices of the bases it still copies, for each
-    such node that writes at least one base in place."""
+def plan_reinplace(gm: torch.fx.GraphModule) -> dict[str, tuple[Any, ...]]:
+    """Writer node name -> the bases it still copies (indices for auto_functionalized_v2,
+    argument names for a Triton kernel), for each writer that writes at least one base in place."""
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     by_storage: dict[int, list[torch.fx.Node]] = {}
     for node in gm.graph.nodes:
@@ -40,21 +44,48 @@ def plan_reinplace(gm: torch.fx.GraphModule) -> dict[str, tuple[int, ...]]:
             by_storage.setdefault(key, []).append(node)
     plan = {}
     for node in gm.graph.nodes:
-        if node.target is not _AUTO_FUNCTIONALIZED:
+        bases = _bases(node)
+        if not bases:
             continue
-        bases = list(node.kwargs.get("_all_bases", ()))
-        keys = [storage_id(base.meta.get("val")) if isinstance(base, torch.fx.Node) else None for base in bases]
-        copied = tuple(i for i, (base, key) in enumerate(zip(bases, keys))
-                       if key is None or keys.count(key) > 1 or not _in_place_is_unseen(node, i, base, by_storage[key], order))
+        keys = [storage_id(base.meta.get("val")) if isinstance(base, torch.fx.Node) else None for _, _, base in bases]
+        copied = tuple(ident for (ident, result, base), key in zip(bases, keys)
+                       if key is None or keys.count(key) > 1 or not _in_place_is_unseen(node, result, base, by_storage[key], order))
         if len(copied) < len(bases):
             plan[node.name] = copied
     return plan
 
 
-def _in_place_is_unseen(node: torch.fx.Node, i: int, base: torch.fx.Node, aliases: list[torch.fx.Node],
+def _bases(node: torch.fx.Node) -> list[tuple[Any, Any, Any]]:
+    """(how the higher-order op names it, where the node's result holds its new value,
+    the base) for each tensor a writer node copies; [] for other nodes."""
+    if node.target is _TRITON_KERNEL:
+        return [(name, name, node.kwargs["kwargs"][name]) for name in node.kwargs["tensors_to_clone"]]
+    if node.target is not _AUTO_FUNCTIONALIZED:
+        return []
+    bases, val = list(node.kwargs.get("_all_bases", ())), node.meta.get("val")
+    first = len(val) - len(bases) if isinstance(val, (tuple, list)) else None
+    return [(i, None if first is None else first + i, base) for i, base in enumerate(bases)]
+
+
+def triton_kernel_in_place(*, returned: list[str], **hop_kwargs: Any) -> dict[str, Any]:
+    """triton_kernel_wrapper_functional copying only its `tensors_to_clone`: the result
+    holds each of `returned` (the names the graph reads back), the copy where there is
+    one, else the argument itself, which the kernel wrote in place."""
+    result = _TRITON_KERNEL(**hop_kwargs)
+    return {name: result[name] if name in result else hop_kwargs["kwargs"][name] for name in returned}
+
+
+def reinplaced_call(node: torch.fx.Node, op: Any, kwargs: dict[str, Any], copied: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+    """The call the wrapper makes for a writer node that still copies `copied` only."""
+    if node.target is _TRITON_KERNEL:
+        return triton_kernel_in_place, {**kwargs, "tensors_to_clone": list(copied), "returned": kwargs["tensors_to_clone"]}
+    return op, {**kwargs, "_only_clone_these_bases": copied}
+
+
+def _in_place_is_unseen(node: torch.fx.Node, result: Any, base: torch.fx.Node, aliases: list[torch.fx.Node],
                         order: dict[torch.fx.Node, int]) -> bool:
     if base.op == "placeholder":
-        written_back = _copy_back(node, i, base)
+        written_back = _copy_back(node, result, base)
         if written_back is None or any(alias.op == "get_attr" for alias in aliases):
             return False
         end = order[written_back]
@@ -70,15 +101,13 @@ def _in_place_is_unseen(node: torch.fx.Node, i: int, base: torch.fx.Node, aliase
     return True
 
 
-def _copy_back(node: torch.fx.Node, i: int, base: torch.fx.Node) -> torch.fx.Node | None:
-    """The `copy_(base, node's new value of base i)` that writes the call's result back."""
-    val: Any = node.meta.get("val")
-    if not isinstance(val, (tuple, list)):
+def _copy_back(node: torch.fx.Node, result: Any, base: torch.fx.Node) -> torch.fx.Node | None:
+    """The `copy_(base, node's result[result])` that writes the call's new value back."""
+    if result is None:
         return None
-    position = len(val) - len(node.kwargs["_all_bases"]) + i
     for user in base.users:
         if (user.target is torch.ops.aten.copy_.default and user.args[0] is base and isinstance(user.args[1], torch.fx.Node)
-                and user.args[1].target is operator.getitem and user.args[1].args == (node, position)):
+                and user.args[1].target is operator.getitem and user.args[1].args == (node, result)):
             return user
     return None
 

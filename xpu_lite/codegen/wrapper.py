@@ -32,7 +32,7 @@ from .calls import CallPlan
 from .emitter import Emitter
 from .printer import pexpr
 from .prims import aten_arguments, host_cast
-from .reinplace import direct_call
+from .reinplace import direct_call, reinplaced_call
 from .triton import kernel_signature
 
 aten = torch.ops.aten
@@ -205,7 +205,7 @@ class _WrapperBuilder:
                 self._emit_node(body, node, var)
                 emitted.add(node.name)
             elif node.op == "get_attr":
-                value = _fetch_attr(self.gm, str(node.target))
+                value = operator.attrgetter(str(node.target))(self.gm)  # a dotted path
                 # a control-flow op's subgraph by its name (`_true_graph_0`), a tensor by number
                 var = f"_{node.target}" if isinstance(value, torch.fx.GraphModule) else f"_const{len(self.constants)}"
                 self.names[node] = var
@@ -274,7 +274,7 @@ class _WrapperBuilder:
                     body.line(f"{var} = ({'*' * (direct[2] > 1)}{call}({self._call_args((), direct[1])}){bases})",
                               f"{node.name} (the op itself, writing its inputs in place)")
                     return
-                kwargs = {**kwargs, "_only_clone_these_bases": copied}
+                op, kwargs = reinplaced_call(node, op, kwargs, copied)
             comment = node.name if variant is None else f"{node.name} (in place: nothing reads {self._src(node.args[0])} again)"
             if node.name in self.calls.prims:
                 op, (args, kwargs) = self.calls.prims[node.name], aten_arguments(node)
@@ -391,7 +391,8 @@ class _WrapperBuilder:
             return f"torch.ops.{target}"
         if compat.is_higher_order(target) and getattr(torch.ops.higher_order, target.name(), None) is target:
             return f"torch.ops.higher_order.{target.name()}"
-        var = f"_fn{len(self.constants)}"
+        own = (getattr(target, "__module__", None) or "").startswith("xpu_lite.")  # a helper of ours, by its name
+        var = f"_{target.__name__}" if own else f"_fn{len(self.constants)}"
         self.constants[var] = target
         return var
 
@@ -435,6 +436,8 @@ class _WrapperBuilder:
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self._src(v) for v in value)
             return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+        if isinstance(value, dict):  # a higher-order op's keyword arguments (a user Triton kernel's)
+            return "{" + ", ".join(f"{self._src(k)}: {self._src(v)}" for k, v in value.items()) + "}"
         if isinstance(value, float):
             if math.isnan(value):
                 return "math.nan"
@@ -492,9 +495,3 @@ def _last_uses(order: list[torch.fx.Node], deps: dict[torch.fx.Node, list[torch.
     position = {node: i for i, node in enumerate(order)}
     return {user: sorted(vals, key=position.__getitem__) for user, vals in result.items()}
 
-
-def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
-    obj: Any = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj

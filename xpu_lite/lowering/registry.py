@@ -15,6 +15,7 @@ from typing import Any
 
 import torch.fx
 
+from .. import _torch_compat as compat
 from .._torch_compat import is_higher_order, sym_expr
 
 Checker = Callable[[torch.fx.Node], str | None]
@@ -162,6 +163,8 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         if entry is not None:
             return entry.checker(node)
+        if node.target is compat.TRITON_KERNEL_FUNCTIONAL:
+            return f"a user's Triton kernel ({compat.user_triton_kernel_name(node)}), launched as written"
         if is_higher_order(node.target):  # with_effects, flex_attention, ... (those backend.py compiles: partition.py)
             calls_subgraphs = any(isinstance(a, torch.fx.Node) and a.op == "get_attr" for a in node.args)
             return f"a higher-order op ({node.target.name()}) left to eager{', subgraphs and all' if calls_subgraphs else ''}"
