@@ -132,6 +132,28 @@ def test_user_triton_kernels_in_an_autograd_function(device: str, mode: str, add
         _check(mode, (actual, *grads), (expected, *torch.autograd.grad(expected, (x, w))))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_triton_op_custom_op(device: str, mode: str, add_kernel) -> None:
+    """A custom op whose implementation launches the kernel (`torch.library.triton_op` with
+    `wrap_triton`): traced into that launch, as for Inductor, and launched as written."""
+    @torch.library.triton_op(f"xpu_lite_test::triton_add_{device}_{mode}", mutates_args={})
+    def triton_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        n = out.numel()
+        torch.library.wrap_triton(add_kernel)[(triton.cdiv(n, 16),)](x, y, out, n, BLOCK=16)
+        return out
+
+    def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return triton_add(x.sin(), y).cos()
+
+    with capture() as reports:
+        compiled = _compile(f, mode, dynamic=True, fullgraph=True)
+        for n in (5, 33):
+            x, y = torch.randn(n, device=device), torch.randn(n, device=device)
+            _check(mode, compiled(x, y), f(x, y))
+    assert "= _triton_kernel_in_place(" in reports[0].source and "tensors_to_clone=[]" in reports[0].source
+
+
 def test_user_triton_kernel_copies_only_where_the_old_value_is_read() -> None:
     """codegen/reinplace.py on graphs that launch the kernel through the higher-order op
     themselves: an argument whose old value is read later, or a graph input that no
