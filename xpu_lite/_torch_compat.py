@@ -582,6 +582,14 @@ def fake_tensor_device(example_inputs: Iterable[Any], gm: torch.fx.GraphModule) 
     return "cpu"
 
 
+def wrapper_subclass_in(args: Any, kwargs: Any) -> bool:
+    """Is a tensor subclass that AOTAutograd flattens (a jagged nested tensor, DTensor, ...)
+    among these arguments? Tracing's own tensors (fake, functional) are not."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return any(is_traceable_wrapper_subclass(x) for x in tree_flatten((args, kwargs))[0])
+
+
 def is_custom_op(target: Any) -> bool:
     """An op outside aten/prims: what AOTAutograd's first-call aliasing check looks at."""
     return isinstance(target, torch._ops.OpOverload) and not torch._library.utils.is_builtin(target)

@@ -148,7 +148,11 @@ def _selected(plan: DecompPlan, op: Any) -> contextlib.AbstractContextManager[No
 def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Table entry and CIA kernel alike: decompose when selected, else keep the op."""
 
+    body = compat.cia_decomposition(op)
+
     def decompose_if_selected(*args: Any, **kwargs: Any) -> Any:
+        if compat.wrapper_subclass_in(args, kwargs):  # a nested tensor, DTensor, ...: it sees the body's
+            return body(*args, **kwargs)  # ops, as in eager; the graph holds what its own ops call
         if not plan.decomposes_call(op, args, kwargs):
             return NotImplemented  # make_fx keeps the op as one node
         with _selected(plan, op):
