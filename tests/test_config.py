@@ -78,6 +78,8 @@ def test_unknown_op_suggests_closest() -> None:
         parse_config("lite", {"keep_ops": ["aten._fused_rms_nrom"]})
     with pytest.raises(ValueError, match=r"aten\.add\.Tensor"):
         parse_config("lite", {"compile_ops": ["aten.add.Tensr"]})
+    with pytest.raises(ValueError, match=r"no operator named 'layer_norm'; closest matches: aten\.layer_norm,"):
+        parse_config("lite", {"keep_ops": ["layer_norm"]})  # the namespace left out
 
 
 def test_op_cannot_be_compiled_and_kept() -> None:

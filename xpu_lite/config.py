@@ -161,5 +161,7 @@ def _ops_from_name(name: str, option: str) -> list[torch._ops.OpOverload]:
     if packet is not None and parts[2] in {op._overloadname for op in _dispatcher_overloads(packet)}:
         return [getattr(packet, parts[2])]
     close = difflib.get_close_matches(text, _all_op_names(), n=5, cutoff=0.6)
+    if f"aten.{text}" in _all_op_names():  # 'add' for 'aten.add': the namespace left out
+        close = [f"aten.{text}", *(c for c in close if c != f"aten.{text}")][:5]
     hint = f"; closest matches: {', '.join(close)}" if close else ""
     raise ValueError(f"xpu_lite: option {option!r}: no operator named {name!r}{hint}")
