@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import xpu_lite
 import xpu_lite.decomp.plan
-from tests.conftest import assert_bitwise
+from tests.conftest import assert_bitwise, xpu_lite_log
 from xpu_lite.config import parse_config
 from xpu_lite.decomp import build_plan, derivatives, policy, recompose
 from xpu_lite.decomp.policy import AUTOGRAD_REWRITES_LEFT_TO_TORCH, EAGER_AUTOGRAD
@@ -303,24 +303,34 @@ def test_composite_ops_returning_views_are_decomposed(monkeypatch, listed) -> No
     assert_bitwise(compiled_x, eager_x)
 
 
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "found while tracing"])
 @pytest.mark.parametrize("mode", ["lite", None])
-def test_a_derivative_formula_calling_an_aliasing_composite_retraces_without_reporting_an_error(mode, recwarn) -> None:
+def test_a_derivative_formula_calling_an_aliasing_composite_retraces_without_reporting_an_error(
+        mode, listed, recwarn, monkeypatch) -> None:
     # embedding's sparse backward (embedding_backward -> embedding_sparse_backward ->
-    # _sparse_coo_tensor_unsafe) returns views of the incoming gradient: each is found while
-    # tracing, inside autograd's engine, which AOTAutograd runs in anomaly mode
+    # _sparse_coo_tensor_unsafe) returns views of the incoming gradient. They are listed
+    # (policy.ALIASING_CIA), so one trace does; unlisted, each is found while tracing,
+    # inside autograd's engine, which AOTAutograd runs in anomaly mode, and traced again
+    if not listed:
+        monkeypatch.setattr(xpu_lite.decomp.plan, "ALIASING_CIA", frozenset())
     torch.manual_seed(0)
     eager = torch.nn.Embedding(20, 6, sparse=True)
     module = copy.deepcopy(eager)
     compiled = torch.compile(module, backend="xpu_lite", mode=mode, dynamic=True)
-    for n in (3, 5, 8):
-        index = torch.randint(0, 20, (n, 3))
-        eager(index).sum(1).pow(2).sum().backward()
-        compiled(index).sum(1).pow(2).sum().backward()
-        expected, grad = eager.weight.grad.coalesce(), module.weight.grad.coalesce()
-        assert grad.is_sparse
-        assert_bitwise([grad.indices(), grad.values()], [expected.indices(), expected.values()])
-        eager.weight.grad = module.weight.grad = None
+    with xpu_lite_log() as lines:
+        for n in (3, 5, 8):
+            index = torch.randint(0, 20, (n, 3))
+            eager(index).sum(1).pow(2).sum().backward()
+            compiled(index).sum(1).pow(2).sum().backward()
+            expected, grad = eager.weight.grad.coalesce(), module.weight.grad.coalesce()
+            assert grad.is_sparse
+            assert_bitwise([grad.indices(), grad.values()], [expected.indices(), expected.values()])
+            eager.weight.grad = module.weight.grad = None
     assert [str(w.message) for w in recwarn if "Error detected in" in str(w.message)] == []
+    retraced = {line.split(": ")[1].split()[0] for line in lines if "traced again with it decomposed" in line}
+    assert retraced == (set() if listed or mode is None else
+                        {f"aten.{op}.default" for op in ("_sparse_coo_tensor_unsafe", "embedding_sparse_backward",
+                                                         "embedding_backward")}), retraced
 
 
 def _grads(fn, inputs, *rest):

@@ -238,6 +238,11 @@ ALIASING_CIA: frozenset[torch._ops.OpOverload] = frozenset({
     aten.histogramdd.default,
     aten.histogramdd.int_bins,
     aten.histogramdd.TensorList_bins,
+    # a sparse result holds its indices and values tensors: nn.Embedding(sparse=True)'s
+    # gradient (each was found while tracing, one retrace each, until 2026-11-28)
+    aten._sparse_coo_tensor_unsafe.default,
+    aten.embedding_sparse_backward.default,
+    aten.embedding_backward.default,
 })
 
 
