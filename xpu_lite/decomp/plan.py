@@ -209,7 +209,7 @@ def _op_by_op(op: torch._ops.OpOverload, flat: list[Any], spec: Any, state: Any,
     if compat.functorch_transforms_active():  # an autograd.Function there needs setup_context and a vmap rule
         return "under torch.func transforms, as eager"
     if is_random(op):  # the backward would recompute the body with other draws (rrelu's noise, a dropout mask)
-        return "a random body, in training: its backward would draw again"
+        return "a random body (it may draw: dropout, noise), in training: kept whole, its backward would draw again"
     if op in GRAD_DEPENDENT_CIA or _verdict(op, flat, spec, verdicts)[0]:
         return "its body takes other steps when inputs require grad, in training: eager's steps"
     return None
