@@ -126,8 +126,8 @@ def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     of one AOTAutograd trace."""
     verdicts: dict[Any, tuple[bool, list[int]]] = {}  # _verdict per call signature, for this trace
     states = {op: state() for op, state in STATE_DEPENDENT_CIA.items()}  # as the trace begins
-    kernels = {op: (_autograd_kernel(plan, op, verdicts, states.get(op)), _gated(plan, op, _decomposition(op)))
-               for op in plan.preserved_cia}
+    kernels = {op: (_autograd_kernel(plan, op, verdicts, states.get(op)),
+                    _gated(plan, op, _decomposition(op), compat.cia_decomposition(op))) for op in plan.preserved_cia}
     with (
         compat.enable_python_dispatcher(),
         compat.override_fake_rules(statistics_fake_rules(device_type), static=True),
@@ -145,14 +145,13 @@ def _selected(plan: DecompPlan, op: Any) -> contextlib.AbstractContextManager[No
     return contextlib.nullcontext()
 
 
-def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Table entry and CIA kernel alike: decompose when selected, else keep the op."""
-
-    body = compat.cia_decomposition(op)
+def _gated(plan: DecompPlan, op: Any, fn: Callable[..., Any], body: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """Table entry and CIA kernel alike: decompose when selected, else keep the op. A CIA
+    kernel's `body` (the op's own) runs where a tensor subclass is an argument."""
 
     def decompose_if_selected(*args: Any, **kwargs: Any) -> Any:
-        if compat.wrapper_subclass_in(args, kwargs):  # a nested tensor, DTensor, ...: it sees the body's
-            return body(*args, **kwargs)  # ops, as in eager; the graph holds what its own ops call
+        if body is not None and compat.wrapper_subclass_in(args, kwargs):  # a nested tensor, DTensor: it sees
+            return body(*args, **kwargs)  # the body's ops, as in eager; the graph holds what its own ops call
         if not plan.decomposes_call(op, args, kwargs):
             return NotImplemented  # make_fx keeps the op as one node
         with _selected(plan, op):
