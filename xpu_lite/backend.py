@@ -21,6 +21,7 @@ import torch.fx
 from . import _torch_compat as compat
 from .codegen import (CallPlan, generate_wrapper, plan_bindings, plan_host_values, plan_identities, plan_inplace, plan_prims,
                       plan_reinplace, plan_writebacks)
+from .codegen.flex_attention import lower_flex_attention
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
@@ -29,6 +30,7 @@ from .decomp.regions import in_region_meta
 from .lowering import (SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError,
                        ir, partition)
 from .lowering.fusion import fuse
+from .lowering.partition import selected
 from .lowering.kernel_builder import Group
 from .lowering.space import contiguous_strides, strides_of
 from .report import COUNTERS, GraphReport, format_table, publish
@@ -141,8 +143,10 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
         compiled.update(calls)
         node.meta[SUBGRAPHS_COMPILED] = True
     started = time.perf_counter()  # the subgraphs' time is in their own reports
+    lower_flex_attention(gm, lambda node: selected(node, config), device_type)
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
+    sources += [node.target.source for node in gm.graph.nodes if getattr(node.target, "template", None)]  # flex attention's
     kernel_s = time.perf_counter() - started
     inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
     identities = plan_identities(gm, decisions)

@@ -71,7 +71,8 @@ class GraphReport:
     def counts(self) -> tuple[str, ...]:
         """(graph, nodes, kernels, nodes in kernels, eager fallbacks, compile s, kernels s): what
         runs (a kernel whose result nothing reads is removed, as a dead call is)."""
-        fused = [d for d in self.decisions if d.kind is DecisionKind.KERNEL and d.kernel and d.node in self.emitted]
+        fused = [d for d in self.decisions if d.kind in (DecisionKind.KERNEL, DecisionKind.TEMPLATE) and d.kernel
+                 and d.node in self.emitted]
         kernels = {d.kernel.split(" ")[0] for d in fused}  # labels start with the kernel's name: "kernel_0 (3 nodes)"
         return (self.name, str(len(self.decisions)), str(len(kernels)), str(len(fused)), str(len(self.fallbacks)),
                 f"{self.compile_s:.2f}", f"{self.kernel_s:.2f}")

@@ -41,7 +41,7 @@ _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a
 # the cross-lane combine per target: the interpreter runs tl.reduce with these exact
 # combine functions as numpy reductions (tl.sum/tl.max are not interpretable here); prod
 # combines with the kernel's own _prod_combine helper on both
-_COMBINE: dict[str, dict[str, str]] = {
+ROW_COMBINE: dict[str, dict[str, str]] = {
     "gpu": {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)",
             "prod": "tl.reduce({0}, 1, _prod_combine)"},
     "interpreter": {
@@ -278,7 +278,7 @@ class _Source:
             self.out.line(f"{name} = {scanned}")
         else:
             symbol = {"sum": "+", "prod": "*"}[op]
-            whole = _COMBINE[self.target][op]
+            whole = ROW_COMBINE[self.target][op]
             self.out.line(f"{name} = carry{i} {symbol} {scanned}")
             self.out.line(f"carry{i} = carry{i} {symbol} {whole.format(f'scan{i}')}[:, None]")
         self.names[i] = name
@@ -296,7 +296,7 @@ class _Source:
         value = self.k.values[i]
         assert isinstance(value, ir.Scan)
         op, carried, identity = value.op, self._carry(value), self._identity(value.op, value.dtype)
-        symbol, combine = {"sum": "+", "prod": "*"}[op], _COMBINE[self.target][op]
+        symbol, combine = {"sum": "+", "prod": "*"}[op], ROW_COMBINE[self.target][op]
         carry = identity if self.persistent else f"carry{i}"
         lane = "tl.arange(0, RBLOCK)[None, :]"
         self.out.line(f"scan{i} = tl.where(mask, {self.names[value.arg]}, {identity}).to({carried})", value.node)
@@ -413,7 +413,7 @@ class _Source:
         value = self.k.values[i]
         assert isinstance(value, ir.Reduce)
         op, acc = value.op, f"acc{i}"
-        combine = _COMBINE[self.target]
+        combine = ROW_COMBINE[self.target]
         name = f"tmp{i}"
         if op in ("sum", "prod"):
             self.out.line(f"{name} = {combine[op].format(acc)}[:, None]", value.node)

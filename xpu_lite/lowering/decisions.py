@@ -7,6 +7,7 @@ import enum
 
 class DecisionKind(enum.Enum):
     KERNEL = "kernel"  # lowered to a Triton kernel
+    TEMPLATE = "template"  # a Triton kernel of its own, not fused (flex attention: codegen/flex_attention.py)
     FALLBACK = "fallback"  # eager aten call
     SIZE = "size"  # size arithmetic, plain Python in the wrapper
     ASSERT = "assert"  # runtime check in the wrapper
@@ -16,6 +17,7 @@ class DecisionKind(enum.Enum):
 
 
 SUBGRAPHS_COMPILED = "xpu_lite_subgraphs_compiled"  # node.meta key: a control-flow node whose subgraphs backend.py compiled
+FLEX_REJECTED = "xpu_lite_flex_rejected"  # node.meta key: why a selected flex_attention node stays eager's (codegen/flex_attention.py)
 SUBGRAPHS_AS_TRACED = "xpu_lite_subgraphs_as_traced"  # node.meta key: why backend.py left a control-flow node's subgraphs uncompiled
 
 

@@ -65,6 +65,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     def fallback(kind: FallbackKind, detail: str) -> Decision:
         return Decision(name, op, DecisionKind.FALLBACK, FallbackReason(kind, op, detail), note)
 
+    if template := getattr(target, "template", None):  # a kernel of its own (codegen/flex_attention.py)
+        return Decision(name, template.replace(" ", "_"), DecisionKind.TEMPLATE, note=note, kernel=target.label)
     if target in SIZE_FUNCTIONS:
         return Decision(name, op, DecisionKind.SIZE, note=note)
     if target in ASSERT_FUNCTIONS:

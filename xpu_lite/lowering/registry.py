@@ -17,6 +17,7 @@ import torch.fx
 
 from .. import _torch_compat as compat
 from .._torch_compat import is_higher_order, sym_expr
+from .decisions import FLEX_REJECTED
 
 Checker = Callable[[torch.fx.Node], str | None]
 
@@ -163,6 +164,8 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         if entry is not None:
             return entry.checker(node)
+        if why := node.meta.get(FLEX_REJECTED):  # codegen/flex_attention.py
+            return why
         if node.target is compat.TRITON_KERNEL_FUNCTIONAL:
             return f"a user's Triton kernel ({compat.user_triton_kernel_name(node)}), launched as written"
         if is_higher_order(node.target):  # with_effects, flex_attention, ... (those backend.py compiles: partition.py)

@@ -1,0 +1,161 @@
+"""flex attention's forward as one Triton kernel (codegen/flex_attention.py), against eager's
+dense math and a float64 run of it."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
+
+import xpu_lite
+from xpu_lite.codegen import flex_attention as flex_module
+from xpu_lite.report import capture
+
+from .conftest import assert_bitwise
+
+triton = pytest.importorskip("triton")
+# eager's reference calls: "flex_attention called without torch.compile() - this will use an unfused implementation"
+pytestmark = pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+
+_BIAS = torch.randn(4, 64, generator=torch.Generator().manual_seed(0))
+
+
+def _causal(score, b, h, q, kv):
+    return torch.where(q >= kv, score, -float("inf"))
+
+
+def _softcap(score, b, h, q, kv):
+    return 30 * torch.tanh(score / 30)
+
+
+def _head_bias(score, b, h, q, kv):  # a captured tensor read at computed positions
+    return score + _BIAS.to(score.device)[h, (q - kv).abs()]
+
+
+def _alibi(score, b, h, q, kv):
+    return score - (h + 1) * 0.25 * (q - kv).abs()
+
+
+def _first_rows_masked(score, b, h, q, kv):  # rows 0-2 have no key: zeros and -inf, as eager
+    return torch.where(q < 3, -float("inf"), score)
+
+
+SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked)}
+
+
+def _attention(score_mod, q, k, v, gqa=False, window=None):
+    mask = None
+    if window is not None:  # mask_mod through a block mask
+        mask = create_block_mask(lambda b, h, qi, ki: (ki <= qi) & (qi - ki < window), None, None, q.shape[2], k.shape[2],
+                                 device=q.device.type)
+    out, aux = flex_attention(q, k, v, score_mod=score_mod, block_mask=mask, enable_gqa=gqa,
+                              return_aux=AuxRequest(lse=True))
+    return out, aux.lse
+
+
+def _inputs(device, dtype, length, heads=4, kv_heads=4, d=16, transposed=False):
+    if transposed:  # (B, L, H, D) transposed: the output follows the query's strides
+        q = torch.randn(2, length, heads, d).transpose(1, 2)
+        k, v = (torch.randn(2, length + 3, kv_heads, d).transpose(1, 2) for _ in range(2))
+    else:
+        q = torch.randn(2, heads, length, d)
+        k, v = (torch.randn(2, kv_heads, length + 3, d) for _ in range(2))
+    return [t.to(device=device, dtype=dtype) for t in (q, k, v)]
+
+
+def _check_against_float64(compiled, fn, inputs) -> None:
+    """Ours no further from a float64 run than twice eager's error (and 2e-6): the output
+    and the logsumexp, with eager's strides, dtypes and fully masked rows."""
+    actual, expected = compiled(*inputs), fn(*inputs)
+    reference = fn(*(t.double() for t in inputs))
+    for a, e, r in zip(actual, expected, reference):
+        assert a.shape == e.shape and a.dtype == e.dtype and a.stride() == e.stride()
+        finite = torch.isfinite(r)
+        assert torch.equal(torch.isfinite(a), finite) and torch.equal(a[~finite], e[~finite])
+        ours, eagers = ((x.double() - r)[finite].abs().max().item() for x in (a, e))
+        assert ours <= 2 * eagers + 2e-6, (ours, eagers)
+
+
+@pytest.mark.parametrize("score_mod", SCORE_MODS)
+def test_flex_attention_is_one_kernel(device: str, score_mod: str) -> None:
+    """One graph for every sequence length, the op one Triton kernel (its decision says
+    so), in float32 and bfloat16, with grouped-query heads, a head dim that is not a power of
+    2 and a transposed layout."""
+    fn = SCORE_MODS[score_mod]
+    cases = [dict(), dict(dtype=torch.bfloat16), dict(kv_heads=2), dict(d=24), dict(transposed=True)]
+    for case in cases:
+        torch._dynamo.reset()
+        xpu_lite.reset_counters()
+        attention = lambda q, k, v: _attention(fn, q, k, v, gqa=case.get("kv_heads") == 2)  # noqa: E731
+        with capture() as reports:
+            compiled = torch.compile(attention, backend="xpu_lite", dynamic=True)
+            for length in (20, 37):
+                dtype = case.get("dtype", torch.float32)
+                _check_against_float64(compiled, attention, _inputs(device, dtype, length, **{k: v for k, v in case.items()
+                                                                                            if k != "dtype"}))
+        assert xpu_lite.counters.forward_graphs == 1, case
+        rows = [row for report in reports for row in report.rows() if row[3] == "template"]
+        assert len(rows) == 1 and "flex_attention_0 (flex attention: score_mod and mask_mod inlined" in rows[0][4], rows
+
+
+def test_flex_attention_mask_mod_and_region(device: str) -> None:
+    """A block mask's mask_mod, inlined: in the default mode, and in lite mode inside a
+    compile region only (outside one it stays eager's op, bitwise)."""
+    def windowed(q, k, v):
+        return _attention(None, q, k, v, window=7)
+
+    def in_region(q, k, v):
+        with xpu_lite.compile_region():
+            return windowed(q, k, v)
+
+    _check_against_float64(torch.compile(windowed, backend="xpu_lite", dynamic=True), windowed, _inputs(device, torch.float32, 33))
+    torch._dynamo.reset()
+    with capture() as reports:
+        _check_against_float64(torch.compile(in_region, backend="xpu_lite", mode="lite", dynamic=True), windowed,
+                               _inputs(device, torch.float32, 33))
+    assert any(row[3] == "template" for report in reports for row in report.rows())
+    torch._dynamo.reset()
+    inputs = _inputs(device, torch.float32, 33)
+    assert_bitwise(list(torch.compile(windowed, backend="xpu_lite", mode="lite", dynamic=True)(*inputs)), list(windowed(*inputs)))
+
+
+def test_flex_attention_score_mod_it_cannot_inline_stays_eager(device: str) -> None:
+    """sin is not among the ops the kernel inlines: eager's op, bitwise, and the reason."""
+    def attention(q, k, v):
+        return _attention(lambda score, b, h, q_idx, kv_idx: score + torch.sin(score), q, k, v)
+
+    inputs = _inputs(device, torch.float32, 20)
+    with capture() as reports:
+        actual = torch.compile(attention, backend="xpu_lite", dynamic=True)(*inputs)
+    assert_bitwise(list(actual), list(attention(*inputs)))
+    reasons = [row[4] for report in reports for row in report.rows() if row[2] == "flex_attention"]
+    assert reasons == ["no lowering: flex attention stays eager's (dense) math: its subgraph calls aten.sin.default, which "
+                       "the flex attention kernel does not inline"], reasons
+
+
+def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
+    """The gpu source of each score_mod's kernel through Triton's cuda pipeline (sm_90),
+    as load_kernel compiles it on a GPU."""
+    from xpu_lite import runtime
+
+    from .test_gpu_codegen import _NO_CUDA_COMPILER, _cuda_target
+
+    if _NO_CUDA_COMPILER is not None:
+        pytest.skip(_NO_CUDA_COMPILER)
+    sources = []
+
+    def capture_source(name, source, device_type, signature, checks_bounds=False):
+        sources.append((name, source, signature, checks_bounds))
+        raise flex_module.NotTranslated("captured for the cuda compile")  # the op then runs eagerly
+
+    monkeypatch.setattr(flex_module, "target_for", lambda device_type: "gpu")
+    monkeypatch.setattr(flex_module, "load_kernel", capture_source)
+    for fn in SCORE_MODS.values():
+        for dtype in (torch.float32, torch.bfloat16):
+            torch._dynamo.reset()
+            torch.compile(lambda q, k, v: _attention(fn, q, k, v), backend="xpu_lite", dynamic=True)(
+                *_inputs("cpu", dtype, 20))
+    assert len(sources) == 2 * len(SCORE_MODS)
+    for name, source, signature, checks_bounds in sources:
+        jit = triton.jit(runtime.kernel_function(name, source))
+        compiled = runtime.compile_ahead(jit, signature, _cuda_target(), checks_bounds=checks_bounds)
+        assert compiled.asm["cubin"] and ".entry " + name in compiled.asm["ptx"], source
