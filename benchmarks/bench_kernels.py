@@ -1,4 +1,4 @@
-"""Fused pointwise, view-heavy, transposing (tiled) and pooling kernels (default mode, dynamic=True):
+"""Fused pointwise, view-heavy, transposing (tiled), pooling and flex attention kernels (default mode, dynamic=True):
 kernels per graph and per-call time against eager, aot_eager and Inductor, side by side in
 one process.
 
@@ -57,6 +57,18 @@ def adaptive_pools(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return F.adaptive_avg_pool2d(x, 7), F.adaptive_max_pool2d(x, 7)
 
 
+def _softcap_causal(score, b, h, q_idx, kv_idx):
+    return torch.where(q_idx >= kv_idx, 30 * torch.tanh(score / 30), -float("inf"))
+
+
+def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """flex attention's forward, a causal soft-capped score_mod (one kernel of its own:
+    codegen/flex_attention.py); eager's op is the dense math."""
+    from torch.nn.attention.flex_attention import flex_attention as flex
+
+    return flex(q, k, v, score_mod=_softcap_causal)
+
+
 def sync(device: torch.device) -> None:
     if device.type in ("cuda", "xpu"):
         getattr(torch, device.type).synchronize()
@@ -108,6 +120,9 @@ def main() -> int:
                                                            device=device),) for m in (1, 2, 3, 4)]),
         ("adaptive pools", adaptive_pools, [(torch.randn(*((32, 512, 7 * m + 3, 7 * m + 3) if gpu else (2, 4, 7 * m + 3, 7 * m + 3)),
                                                          device=device),) for m in (1, 2, 3, 4)]),
+        ("flex attention", flex_attention, [tuple(torch.randn(*((4, 16, 256 * m, 64) if gpu else (1, 2, 24 * m, 16)), device=device,
+                                                              dtype=torch.bfloat16 if gpu else torch.float32) for _ in range(3))
+                                            for m in (1, 2, 3, 4)]),
     ]
     backends = [("aot_eager", None), ("xpu_lite", None)] + ([] if args.no_inductor else [("inductor", None)])
     copy_bw = copy_bandwidth(device) if gpu else None

@@ -78,8 +78,11 @@ def lower_flex_attention(gm: torch.fx.GraphModule, selected: Any, device_type: s
 def _erase_unread(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node]) -> None:
     """Erase these nodes and their inputs, each where nothing reads it and it has no effect
     (writes nothing, draws no random numbers)."""
+    erased: set[torch.fx.Node] = set()
     while nodes:
         node = nodes.pop()
+        if node in erased:  # reached again through another of its readers
+            continue
         target = node.target
         effect = not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable or (
             torch.Tag.nondeterministic_seeded in target.tags)
@@ -87,6 +90,7 @@ def _erase_unread(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node]) -> None:
             continue
         nodes.extend(node.all_input_nodes)
         gm.graph.erase_node(node)
+        erased.add(node)
 
 
 class FlexAttentionKernel:
