@@ -159,3 +159,22 @@ def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
         jit = triton.jit(runtime.kernel_function(name, source))
         compiled = runtime.compile_ahead(jit, signature, _cuda_target(), checks_bounds=checks_bounds)
         assert compiled.asm["cubin"] and ".entry " + name in compiled.asm["ptx"], source
+
+
+def test_flex_attention_kernel_that_fails_to_compile_runs_eagerly(monkeypatch) -> None:
+    """A kernel Triton refuses: a warning, eager's op (bitwise) and the reason."""
+    def refuse(*args, **kwargs):
+        raise RuntimeError("refused by the test")
+
+    monkeypatch.setattr(flex_module, "load_kernel", refuse)
+
+    def attention(q, k, v):
+        return _attention(_causal, q, k, v)
+
+    inputs = _inputs("cpu", torch.float32, 20)
+    with capture() as reports, pytest.warns(UserWarning, match="flex_attention_0 failed to compile: RuntimeError"):
+        actual = torch.compile(attention, backend="xpu_lite", dynamic=True)(*inputs)
+    assert_bitwise(list(actual), list(attention(*inputs)))
+    reasons = [row[4] for report in reports for row in report.rows() if row[2] == "flex_attention"]
+    assert reasons == ["no lowering: flex attention stays eager's (dense) math: its kernel failed to compile (RuntimeError: "
+                       "refused by the test)"], reasons

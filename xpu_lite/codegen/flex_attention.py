@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import torch
@@ -123,7 +124,14 @@ class FlexAttentionKernel:
         self.source = _source(name, d, dv, self.block_m, self.block_n, self.buffers, score_lines, score_out, mask_lines,
                               mask_out, TL_DTYPE[self.dtype], target_for(device_type))
         self.checks_bounds = score.indexes or mask.indexes
-        self.kernel = load_kernel(name, self.source, device_type, self._signature(), self.checks_bounds)
+        try:
+            self.kernel = load_kernel(name, self.source, device_type, self._signature(), self.checks_bounds)
+        except NotTranslated:
+            raise
+        except Exception as exc:  # noqa: BLE001  (generated code that does not compile: eager's op, said so)
+            warnings.warn(f"xpu_lite: {name} failed to compile: {type(exc).__name__}: {exc}; flex attention runs eagerly",
+                          stacklevel=2)
+            raise NotTranslated(f"its kernel failed to compile ({type(exc).__name__}: {exc})") from None
         COUNTERS.kernels_compiled += 1
         self.label = f"{name} (flex attention: score_mod and mask_mod inlined, online softmax over {self.block_n}-key blocks)"
 
