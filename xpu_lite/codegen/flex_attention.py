@@ -13,10 +13,11 @@ head, a loop over the keys in BLOCK_N blocks with an online softmax): scores are
 mask_mod are the traced subgraphs' aten ops as Triton expressions (the math table's, as
 fused kernels compute them), and a row every key of which is masked gets eager's zeros and
 -inf. The block mask's block lists are not read: eager's math ignores them too and applies
-mask_mod to every score, which is what the kernel does. Where eager rounds the softmax to
-the query's dtype before its product with the values, the kernel keeps float32 until the
-output's store: a half-precision result is within its dtype's rounding of eager's, not
-bitwise. The backward (`flex_attention_backward`) stays eager's.
+mask_mod to every score, which is what the kernel does. Half precision as eager: the
+scores float32 (a dot in the input dtype accumulating in float32 on a GPU: the products
+are exact), the probabilities rounded to the input dtype for their product with the
+values (unnormalized here, normalized in eager: within the dtype's rounding of eager's,
+not bitwise). The backward (`flex_attention_backward`) stays eager's.
 """
 from __future__ import annotations
 
@@ -348,6 +349,20 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
     divide = math_table(target)["truediv"]  # correctly rounded, as eager's division (tl.div_rn on a GPU)
     ln2 = "tl.full([1], 0.6931471805599453, tl.float32)"  # eager divides by math.log(2) in float32
     log_sum = "tl.where(l_i == 0.0, float('-inf'), m_i + tl.log(l_i))"
+    # Half precision: eager's scores are float32 products of the values widened, which a
+    # dot in the input dtype accumulating in float32 gives too (a product of two half
+    # values is exact in float32); its probabilities are rounded to the input dtype for the
+    # product with the values, and so are the kernel's. On a GPU both dots run in the input
+    # dtype (its tensor cores); under the interpreter, in float32 on the rounded values.
+    half, gpu = dt in ("tl.float16", "tl.bfloat16"), target == "gpu"
+    widen = "" if half and gpu else ".to(tl.float32)"
+    precision = "" if half and gpu else ", input_precision='ieee'"
+    if not half:
+        probabilities = "p"
+    elif gpu:
+        probabilities = f"p.to({dt})"  # to nearest even (cvt.rn)
+    else:  # the interpreter's cast to bfloat16 truncates: the math table's rounding
+        probabilities = math_table(target)[f"round_{dt.removeprefix('tl.')}"].format("p")
     imports = ["import triton.language as tl"] + (["from triton.language.extra import libdevice"] if target == "gpu" else [])
     return "\n".join([
         *imports, "", "",
@@ -366,7 +381,7 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
         "    k_base = b.to(tl.int64) * sk0 + hk.to(tl.int64) * sk1",
         "    v_base = b.to(tl.int64) * sv0 + hk.to(tl.int64) * sv1",
         f"    q = tl.load(Q + q_base + m.to(tl.int64) * sq2 + offs_d[None, :] * sq3, mask=row_ok & (offs_d[None, :] < {d}),"
-        " other=0.0).to(tl.float32)",
+        f" other=0.0){widen}",
         f"    m_i = tl.full([{block_m}], float('-inf'), tl.float32)",
         f"    l_i = tl.full([{block_m}], 0.0, tl.float32)",
         f"    acc = tl.full([{block_m}, {dvpad}], 0.0, tl.float32)",
@@ -374,8 +389,8 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
         f"        n = start + tl.arange(0, {block_n})[None, :]",
         "        valid = row_ok & (n < N)",
         f"        k = tl.load(K + k_base + n.to(tl.int64) * sk2 + offs_d[:, None] * sk3, mask=(n < N) & (offs_d[:, None] < {d}),"
-        " other=0.0).to(tl.float32)",
-        "        qk = tl.dot(q, k, input_precision='ieee') * SCALE  # float32 scores, as eager's",
+        f" other=0.0){widen}",
+        f"        qk = tl.dot(q, k{precision}) * SCALE  # float32 scores, as eager's",
         *(f"        {line}" for line in body),
         f"        keep = valid & ({mask_out} != 0)",
         f"        scores = tl.where(keep, {score_out} + tl.full([{block_m}, {block_n}], 0.0, tl.float32), float('-inf'))",
@@ -385,8 +400,8 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
         "        p = tl.exp(scores - base[:, None])",
         f"        l_i = l_i * alpha + {row_sum.format('p')}",
         f"        v = tl.load(V + v_base + tl.trans(n).to(tl.int64) * sv2 + offs_dv[None, :] * sv3,"
-        f" mask=(tl.trans(n) < N) & (offs_dv[None, :] < {dv}), other=0.0).to(tl.float32)",
-        "        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision='ieee')",
+        f" mask=(tl.trans(n) < N) & (offs_dv[None, :] < {dv}), other=0.0){widen}",
+        f"        acc = acc * alpha[:, None] + tl.dot({probabilities}, v{precision})",
         "        m_i = m_new",
         "    # a row whose every key is masked: eager's safe softmax gives zeros, its logsumexp and max -inf",
         f"    out = {divide.format('acc', 'tl.where(l_i == 0.0, 1.0, l_i)[:, None]')}",
