@@ -80,8 +80,20 @@ def test_user_triton_kernel_between_aten_ops(device: str, mode: str, add_kernel)
     assert "= _triton_kernel_in_place(" in source and "tensors_to_clone=[]" in source, source
     reasons = {row[4] for row in reports[0].rows() if row[2] == "triton_kernel_wrapper_functional"}
     reason = ("outside region: lite mode: not in a compile region" if mode == "lite" else
-              "no lowering: a user's Triton kernel (_add), launched as written")
+              "user kernel: _add (@triton.jit), launched as written")
     assert reasons == {f"{reason}; the op writes its inputs in place, as in eager (nothing reads their old values later)"}
+
+
+def test_strict_accepts_a_user_triton_kernel(device: str, add_kernel) -> None:
+    """strict=True refuses what stays eager for want of a lowering, not a Triton kernel."""
+    def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        _launch(add_kernel, x.sin(), y, out)
+        return out * 2
+
+    x, y = torch.randn(9, device=device), torch.randn(9, device=device)
+    compiled = torch.compile(f, backend="xpu_lite", options={"strict": True}, dynamic=True, fullgraph=True)
+    torch.testing.assert_close(compiled(x, y), f(x, y))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -32,6 +32,7 @@ class FallbackKind(enum.Enum):
     OTHER_DEVICE = "other device"  # its result lives on another device (a cpu 0-dim tensor)
     HOST_SCALAR = "host scalar"  # a 0-dim float64 cpu value on cpu (a tensorified Python float)
     KERNEL_FAILED = "kernel failed"  # the kernel did not compile; group runs eagerly
+    USER_KERNEL = "user kernel"  # a user's own Triton kernel (@triton.jit), launched as written
     CONTROL_FLOW = "control flow"  # cond, while_loop, invoke_subgraph: eager's op calls its subgraphs, compiled as graphs
 
 

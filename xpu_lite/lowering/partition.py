@@ -102,6 +102,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
     if (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)
+    if target is compat.TRITON_KERNEL_FUNCTIONAL:  # strict=True accepts it: it is a Triton kernel
+        return fallback(FallbackKind.USER_KERNEL, f"{compat.user_triton_kernel_name(node)} (@triton.jit), launched as written")
     if (absolute := absolute_offset_of_an_input(node)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, absolute)
     not_a_view = view_rejection(node)

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch.fx
 
-from .. import _torch_compat as compat
 from .._torch_compat import is_higher_order, sym_expr
 from .decisions import FLEX_REJECTED
 
@@ -166,8 +165,6 @@ class LoweringRegistry:
             return entry.checker(node)
         if why := node.meta.get(FLEX_REJECTED):  # codegen/flex_attention.py
             return why
-        if node.target is compat.TRITON_KERNEL_FUNCTIONAL:
-            return f"a user's Triton kernel ({compat.user_triton_kernel_name(node)}), launched as written"
         if is_higher_order(node.target):  # with_effects, flex_attention, ... (those backend.py compiles: partition.py)
             calls_subgraphs = any(isinstance(a, torch.fx.Node) and a.op == "get_attr" for a in node.args)
             return f"a higher-order op ({node.target.name()}) left to eager{', subgraphs and all' if calls_subgraphs else ''}"
