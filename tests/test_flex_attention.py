@@ -39,7 +39,12 @@ def _first_rows_masked(score, b, h, q, kv):  # rows 0-2 have no key: zeros and -
     return torch.where(q < 3, -float("inf"), score)
 
 
-SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked)}
+def _chunked(score, b, h, q, kv):  # chunked attention (q // 8 == kv // 8), a remainder and a clamp
+    keep = (q // 8 == kv // 8) & (kv % 3 != 1)
+    return torch.where(keep, score - torch.clamp(q - kv, min=0, max=5) * 0.1, -float("inf"))
+
+
+SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked, _chunked)}
 
 
 def _attention(score_mod, q, k, v, gqa=False, window=None):

@@ -33,6 +33,7 @@ from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
 from ..runtime import load_kernel
 from .reduction import ROW_COMBINE
+from .mathfns import INT_MATH
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, target_for
 
 aten = torch.ops.aten
@@ -244,19 +245,16 @@ class _Translator:
         elif target is aten.index.Tensor:
             expr = self._index(node, env)
         elif (target in _MATH or target is aten.neg.default) and not node.kwargs:
-            entry = self.table[_MATH.get(target) or ("fneg" if dtype.is_floating_point else "neg")]
-            if not isinstance(entry, str):
-                steps = [f"{name}_{local} = {text}" for local, text in entry.steps]
-                entry = entry.result
-            else:
-                steps = []
-            args = [self._operand(a, env) for a in node.args]
-            if dtype.is_floating_point:  # a float result of int operands (q_idx / 2): computed in float32
-                args = [f"{a}.to(tl.float32)" if isinstance(v, torch.fx.Node) and i >= (target is aten.where.self) else a
-                        for i, (a, v) in enumerate(zip(args, node.args))]
-            fill = lambda text: text.format(*args, dt=TL_DTYPE[_computed(dtype)], t=f"{name}_")  # noqa: E731
-            self.lines += [fill(step) for step in steps]
-            expr = "(" + fill(entry) + ")"
+            entry = _MATH.get(target) or ("fneg" if dtype.is_floating_point else "neg")
+            expr = self._math(name, entry, [self._operand(a, env) for a in node.args], node.args, dtype,
+                              target is aten.where.self)
+        elif target is aten.clamp.default and not node.kwargs:  # clamp(x, min, max): either bound may be None
+            expr = self._operand(node.args[0], env)
+            for bound, entry in zip(node.args[1:], ("clamp_min", "clamp_max")):
+                if bound is not None:
+                    expr = self._math(f"{name}_{entry}", entry, [expr, self._operand(bound, env)], (node.args[0], bound), dtype)
+        elif (entry := _by_literal(node, dtype)) is not None:  # x // 8, x % 3 of indices
+            expr = self._math(name, entry, [self._operand(a, env) for a in node.args[:2]], node.args[:2], dtype)
         else:
             raise NotTranslated(f"its subgraph calls {target}, which the flex attention kernel does not inline")
         if dtype in (torch.float16, torch.bfloat16):  # eager's value is rounded to its dtype after each op
@@ -267,6 +265,19 @@ class _Translator:
             expr = f"({expr}).to({TL_DTYPE[dtype]})"
         self.lines.append(f"{name} = {expr}  # {node.target}")
         return name
+
+    def _math(self, name: str, entry_name: str, args: list[str], values: Any, dtype: torch.dtype, where: bool = False) -> str:
+        """The math table's `entry_name` of `args` (its steps appended to the lines), in
+        float32 where the result is a float (q_idx / 2: int operands widened first)."""
+        entry = INT_MATH[entry_name] if entry_name in INT_MATH and not dtype.is_floating_point else self.table[entry_name]
+        if dtype.is_floating_point:
+            args = [f"{a}.to(tl.float32)" if isinstance(v, torch.fx.Node) and i >= where else a
+                    for i, (a, v) in enumerate(zip(args, values))]
+        fill = lambda text: text.format(*args, dt=TL_DTYPE[_computed(dtype)], t=f"{name}_")  # noqa: E731
+        if not isinstance(entry, str):
+            self.lines += [f"{name}_{local} = {fill(text)}" for local, text in entry.steps]
+            entry = entry.result
+        return "(" + fill(entry) + ")"
 
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args
@@ -317,6 +328,23 @@ def _eager_dtypes(sub: torch.fx.GraphModule, scores: bool, buffers: list[tuple[s
     except Exception as exc:  # noqa: BLE001  (a subgraph eager's math could not run either way: not inlined)
         raise NotTranslated(f"its subgraph did not run on sample values ({type(exc).__name__}: {exc})") from None
     return found
+
+
+def _by_literal(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
+    """The math entry of an integer floor division or remainder by a nonzero int literal
+    (a chunked mask's `q_idx // 128`; by a tensor it may be 0, which eager raises on), or
+    of a float remainder; None for anything else."""
+    target, args = node.target, node.args
+    if target is aten.div.Tensor_mode and node.kwargs.get("rounding_mode") == "floor":
+        target = aten.floor_divide.default
+    elif node.kwargs or len(args) != 2:
+        return None
+    divisor_ok = isinstance(args[1], int) and not isinstance(args[1], bool) and args[1] != 0
+    if target is aten.floor_divide.default and not dtype.is_floating_point and divisor_ok:
+        return "div_floor_int"
+    if target in (aten.remainder.Scalar, aten.remainder.Tensor):
+        return "remainder" if dtype.is_floating_point else ("remainder_int" if divisor_ok else None)
+    return None
 
 
 def _scalar(value: bool | int | float) -> str:
