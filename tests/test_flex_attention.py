@@ -123,18 +123,23 @@ def test_flex_attention_mask_mod_and_region(device: str) -> None:
     assert_bitwise(list(torch.compile(windowed, backend="xpu_lite", mode="lite", dynamic=True)(*inputs)), list(windowed(*inputs)))
 
 
-def test_flex_attention_score_mod_it_cannot_inline_stays_eager(device: str) -> None:
-    """sin is not among the ops the kernel inlines: eager's op, bitwise, and the reason."""
+@pytest.mark.parametrize("score_mod, why", [
+    (lambda score, b, h, q, kv: score + torch.sin(score),
+     "its subgraph calls aten.sin.default, which the flex attention kernel does not inline"),
+    (lambda score, b, h, q, kv: score + _BIAS.to(score.device)[h][(q - kv).abs()],  # a row, then an element of it
+     "it indexes something other than one element of a captured tensor"),
+], ids=["sin", "row_of_a_captured_tensor"])
+def test_flex_attention_score_mod_it_cannot_inline_stays_eager(device: str, score_mod, why: str) -> None:
+    """What the kernel does not inline keeps eager's op, bitwise, with the reason."""
     def attention(q, k, v):
-        return _attention(lambda score, b, h, q_idx, kv_idx: score + torch.sin(score), q, k, v)
+        return _attention(score_mod, q, k, v)
 
     inputs = _inputs(device, torch.float32, 20)
     with capture() as reports:
         actual = torch.compile(attention, backend="xpu_lite", dynamic=True)(*inputs)
     assert_bitwise(list(actual), list(attention(*inputs)))
     reasons = [row[4] for report in reports for row in report.rows() if row[2] == "flex_attention"]
-    assert reasons == ["no lowering: flex attention stays eager's (dense) math: its subgraph calls aten.sin.default, which "
-                       "the flex attention kernel does not inline"], reasons
+    assert reasons == [f"no lowering: flex attention stays eager's (dense) math: {why}"], reasons
 
 
 def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:

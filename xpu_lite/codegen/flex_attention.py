@@ -31,7 +31,7 @@ import torch.fx
 
 from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
-from ..runtime import load_kernel
+from ..runtime import gpu_launch_options, load_kernel
 from .reduction import ROW_COMBINE
 from .mathfns import INT_MATH
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, target_for
@@ -135,6 +135,8 @@ class FlexAttentionKernel:
                           stacklevel=2)
             raise NotTranslated(f"its kernel failed to compile ({type(exc).__name__}: {exc})") from None
         COUNTERS.kernels_compiled += 1
+        # as the wrapper launches its kernels (the options compile_ahead compiled it with)
+        self.options = {} if device_type == "cpu" else gpu_launch_options(self.checks_bounds, device_type)
         self.label = f"{name} (flex attention: score_mod and mask_mod inlined, online softmax over {self.block_n}-key blocks)"
 
     def _signature(self) -> dict[str, str]:
@@ -169,7 +171,7 @@ class FlexAttentionKernel:
                 *(0 if shared and d == 0 else s for d, s in enumerate(key.stride())),
                 *(0 if shared and d == 0 else s for d, s in enumerate(value.stride())), *out.stride()]
         grid = ((rows + self.block_m - 1) // self.block_m, batch * heads)
-        self.kernel[grid](query, key, value, out, lse, maxs, *buffers, *ints, float(scale))
+        self.kernel[grid](query, key, value, out, lse, maxs, *buffers, *ints, float(scale), **self.options)
         COUNTERS.kernel_launches += 1
         return out, lse, maxs
 
@@ -281,9 +283,10 @@ class _Translator:
 
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args
-        j = self.names.index(env.get(source, "")) - (len(self.names) - len(self.buffers)) if source in env else -1
-        if j < 0 or self.buffers[j][0] != "tensor" or any(i is None for i in indices) or len(indices) > self.buffers[j][2]:
-            raise NotTranslated("it indexes something other than a captured tensor by tensors")
+        first = len(self.names) - len(self.buffers)  # the captured buffers' names come last
+        j = self.names.index(env[source]) - first if env.get(source) in self.names[first:] else -1
+        if j < 0 or self.buffers[j][0] != "tensor" or any(i is None for i in indices) or len(indices) != self.buffers[j][2]:
+            raise NotTranslated("it indexes something other than one element of a captured tensor")
         buf, offsets = f"buf{j + self.offset}", []
         for d, index in enumerate(indices):
             i = self._operand(index, env)
