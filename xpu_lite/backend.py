@@ -30,8 +30,8 @@ from .decomp.regions import in_region_meta
 from .lowering import (SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError,
                        ir, partition)
 from .lowering.fusion import fuse
-from .lowering.partition import selected
 from .lowering.kernel_builder import Group
+from .lowering.partition import selected
 from .lowering.space import contiguous_strides, strides_of
 from .report import COUNTERS, GraphReport, format_table, publish
 from .runtime import Subgraph, load_kernel, load_wrapper, reduction_strategy
