@@ -83,10 +83,12 @@ def _check_against_float64(compiled, fn, inputs) -> None:
 @pytest.mark.parametrize("score_mod", SCORE_MODS)
 def test_flex_attention_is_one_kernel(device: str, score_mod: str) -> None:
     """One graph for every sequence length, the op one Triton kernel (its decision says
-    so), in float32 and bfloat16, with grouped-query heads, a head dim that is not a power of
-    2 and a transposed layout."""
+    so), in float32 and bfloat16; for the causal one also with grouped-query heads, a head
+    dim that is not a power of 2 and a transposed layout (the interpreter is slow)."""
     fn = SCORE_MODS[score_mod]
-    cases = [dict(), dict(dtype=torch.bfloat16), dict(kv_heads=2), dict(d=24), dict(transposed=True)]
+    cases = [dict(), dict(dtype=torch.bfloat16)]
+    if score_mod == "causal":
+        cases += [dict(kv_heads=2), dict(d=24), dict(transposed=True)]
     for case in cases:
         torch._dynamo.reset()
         xpu_lite.reset_counters()
