@@ -33,8 +33,7 @@ from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
 from ..runtime import gpu_launch_options, load_kernel
 from .reduction import ROW_COMBINE
-from .mathfns import INT_MATH
-from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, target_for
+from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, math_text, target_for
 
 aten = torch.ops.aten
 FLEX_ATTENTION = torch.ops.higher_order.flex_attention
@@ -271,15 +270,12 @@ class _Translator:
     def _math(self, name: str, entry_name: str, args: list[str], values: Any, dtype: torch.dtype, where: bool = False) -> str:
         """The math table's `entry_name` of `args` (its steps appended to the lines), in
         float32 where the result is a float (q_idx / 2: int operands widened first)."""
-        entry = INT_MATH[entry_name] if entry_name in INT_MATH and not dtype.is_floating_point else self.table[entry_name]
         if dtype.is_floating_point:
             args = [f"{a}.to(tl.float32)" if isinstance(v, torch.fx.Node) and i >= where else a
                     for i, (a, v) in enumerate(zip(args, values))]
-        fill = lambda text: text.format(*args, dt=TL_DTYPE[_computed(dtype)], t=f"{name}_")  # noqa: E731
-        if not isinstance(entry, str):
-            self.lines += [f"{name}_{local} = {fill(text)}" for local, text in entry.steps]
-            entry = entry.result
-        return "(" + fill(entry) + ")"
+        steps, text = math_text(entry_name, args, _computed(dtype), self.table, name)
+        self.lines += steps
+        return text
 
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args

@@ -245,12 +245,18 @@ def scalar_or_compute(value: ir.Value, name: str, args: list[str], table: MathTa
         return [], f"tl.full({block}, {args[0]}, {dt})"
     if value.op == "bitwise_not" and value.dtype is torch.bool:
         return [], f"({args[0]} == 0)"
-    entry = table[value.op]
-    if value.op in INT_MATH and value.dtype in (torch.int32, torch.int64):
-        entry = INT_MATH[value.op]
-    if isinstance(entry, str):
-        return [], "(" + entry.format(*args, dt=dt) + ")"
+    return math_text(value.op, args, value.dtype, table, name)
+
+
+def math_text(op: str, args: list[str], dtype: torch.dtype, table: MathTable, name: str) -> tuple[list[str], str]:
+    """(statements, text) of the math table's `op` of `args` for a value of `dtype` named
+    `name` (an integer's own form where INT_MATH has one; a Steps entry's statements name
+    `<name>_*`)."""
+    entry = INT_MATH[op] if op in INT_MATH and dtype in (torch.int32, torch.int64) else table[op]
+    dt = TL_DTYPE[dtype]
     fill = lambda text: text.format(*args, dt=dt, t=f"{name}_")  # noqa: E731
+    if isinstance(entry, str):
+        return [], "(" + fill(entry) + ")"
     return [f"{name}_{local} = {fill(expr)}" for local, expr in entry.steps], "(" + fill(entry.result) + ")"
 
 
