@@ -1,5 +1,6 @@
 """PyTorch workflows users bring to torch.compile, through xpu_lite: inference_mode,
-activation checkpointing, a compiled optimizer step, custom ops, vmap, complex tensors,
+activation checkpointing, compiled autograd, a compiled optimizer step, custom ops, vmap,
+complex tensors,
 control flow (`torch.cond`, `while_loop`, scan, map), `nested_compile_region`,
 the ways to ask for dynamic sizes (automatic, mark_dynamic) and transformers' `generate`
 with a KV cache. Lite mode against eager
@@ -7,6 +8,7 @@ bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's to
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import re
 
@@ -15,6 +17,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 import xpu_lite
+from xpu_lite import DecisionKind, FallbackKind
 from xpu_lite.report import capture
 
 from .conftest import assert_bitwise
@@ -105,6 +108,59 @@ def test_activation_checkpointing(device: str, mode: str) -> None:
         actual = compiled(x)
         _check(mode, [actual, *torch.autograd.grad(actual, [x, *params])], [expected, *expected_grads])
     assert xpu_lite.counters.forward_graphs == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_compiled_autograd(device: str, mode: str) -> None:
+    """torch._dynamo.config.compiled_autograd: the backward that a compiled training step
+    runs is captured as one graph, compiled by the same backend, whose first input is a list
+    of tensors (it failed before 2026-11-28: "all flat_args must be KNOWN_TYPES")."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU(), torch.nn.Linear(16, 1)).to(device)
+    twin = copy.deepcopy(model)
+
+    def step(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        loss = net(x).square().mean()
+        loss.backward()
+        return loss
+
+    with torch._dynamo.config.patch(compiled_autograd=True), capture() as reports:
+        compiled = _compile(step, mode, dynamic=True)
+        for batch in (4, 6, 9):
+            x = torch.randn(batch, 8, device=device)
+            _check(mode, [compiled(twin, x), *(p.grad for p in twin.parameters())],
+                   [step(model, x), *(p.grad for p in model.parameters())])
+    assert torch._dynamo.utils.counters["compiled_autograd"]["captures"] > 0
+    backward_graphs = [r for r in reports if r.kind == "inference"]  # compiled autograd's graphs
+    assert backward_graphs and all(r.decisions for r in backward_graphs)
+
+
+def test_compiled_autograd_compiles_a_regions_backward(device: str) -> None:
+    """Lite mode: compiled autograd's graph holds the backward of a compile region's ops with
+    the region's annotation; they are traced with it (the graph module's nodes interpreted,
+    as AOTAutograd interprets a graph module), so they become kernels and the rest stays
+    eager's calls. Before: all eager, 'not in a compile region'."""
+    torch.manual_seed(0)
+    weight = torch.randn(8, device=device, requires_grad=True)
+
+    def step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        with xpu_lite.compile_region():
+            y = (x * w).sin() * 2
+        loss = y.cos().sum()
+        loss.backward()
+        return loss
+
+    twin = weight.detach().clone().requires_grad_()
+    x = torch.randn(4, 8, device=device)
+    with torch._dynamo.config.patch(compiled_autograd=True), capture() as reports:
+        loss = _compile(step, "lite")(x, twin)
+    expected = step(x, weight)
+    torch.testing.assert_close([loss, twin.grad], [expected, weight.grad], rtol=RTOL, atol=ATOL)
+    [backward] = [r for r in reports if r.kind == "inference"]
+    kinds = {d.kind for d in backward.decisions if d.op in ("aten.cos.default", "aten.sum.dim_IntList")}
+    assert kinds == {DecisionKind.KERNEL}, backward.decisions
+    outside = [d for d in backward.decisions if d.reason and d.reason.kind == FallbackKind.OUTSIDE_REGION]
+    assert any(d.op == "aten.sin.default" for d in outside), backward.decisions  # cos's derivative: outside
 
 
 def _optimizer_run(device: str, make_optimizer, step_backend: dict | None, steps: int = 3) -> list[torch.Tensor]:

@@ -568,6 +568,39 @@ def trace_contiguous(gm: torch.fx.GraphModule) -> None:
     FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
 
 
+def boxed_inputs(example_inputs: Iterable[Any]) -> bool:
+    """Does the graph take a list (compiled autograd's graph takes its inputs as one list,
+    which it clears as it goes)? AOTAutograd takes tensors, ints and opaque objects only."""
+    return any(isinstance(x, (list, tuple, dict)) for x in example_inputs)
+
+
+def compile_flattened(gm: torch.fx.GraphModule, example_inputs: list[Any],
+                      compile_module: Callable[[torch.nn.Module, list[Any]], Callable[..., Any]]) -> Callable[..., Any]:
+    """compile_module(module, flat inputs) for a graph taking lists (compiled autograd's):
+    the module takes the flat inputs and runs gm's nodes on the lists rebuilt; the returned
+    callable takes gm's own arguments and clears the lists it steals. As aot_eager and
+    Inductor do (torch._dynamo.utils.flatten_graph_inputs), but gm's nodes are interpreted,
+    as AOTAutograd interprets a graph module, so each traced op sees its node's annotations
+    (a compile region's, which the backward of a region's ops carries)."""
+    from torch._dynamo.utils import GmWrapper, flatten_graph_inputs
+    from torch.fx.experimental.symbolic_shapes import PropagateUnbackedSymInts
+
+    class Interpreted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gm = gm
+
+        def forward(self, *args: Any) -> Any:
+            with fx_traceback.preserve_node_meta():
+                return PropagateUnbackedSymInts(self.gm).run(*args)
+
+    def compile_wrapper(wrapper: GmWrapper, flat_inputs: list[Any]) -> Callable[..., Any]:
+        # AOTAutograd calls a GmWrapper's compiled function with one list it clears
+        return compile_module(GmWrapper(Interpreted(), wrapper.unflatten_fn), flat_inputs)
+
+    return flatten_graph_inputs(gm, example_inputs, compile_wrapper)
+
+
 def fake_tensor_device(example_inputs: Iterable[Any], gm: torch.fx.GraphModule) -> str:
     """Device type of the graph: the first tensor input's; with none (a graph that makes
     its tensors, `torch.arange(k, device="cuda")`), the first device other than cpu among

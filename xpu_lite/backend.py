@@ -57,7 +57,12 @@ def xpu_lite_backend(
     return compile_fx(gm, example_inputs, parse_config(mode, options))
 
 
-def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: LiteConfig) -> Callable[..., Any]:
+def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: LiteConfig,
+               module: torch.nn.Module | None = None) -> Callable[..., Any]:
+    """module: what AOTAutograd traces, gm itself but for a graph taking lists."""
+    if module is None and compat.boxed_inputs(example_inputs):  # compiled autograd's graph
+        return compat.compile_flattened(
+            gm, example_inputs, lambda flat_module, flat_inputs: compile_fx(gm, flat_inputs, config, flat_module))
     graph = f"graph_{next(_graph_ids)}"
     plan = build_plan(config)
     write_stage(config.debug_dir, graph, "dynamo_graph.py", gm.print_readable(print_output=False))
@@ -73,7 +78,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         try:
             with _warnings_into(caught), tracing(plan, device_type):
                 compiled = compat.aot_module_simplified(
-                    gm,
+                    gm if module is None else module,
                     example_inputs,
                     fw_compiler=functools.partial(compiler, kind="forward"),
                     bw_compiler=functools.partial(compiler, kind="backward"),
