@@ -2,7 +2,7 @@
 kernels per graph and per-call time against eager, aot_eager and Inductor, side by side in
 one process.
 
-    python benchmarks/bench_kernels.py [--device cpu|cuda|xpu] [--no-inductor] [--write docs/benchmarks.md]
+    python benchmarks/bench_kernels.py [--device cpu|cuda|xpu] [--no-inductor] [--only TEXT] [--write docs/benchmarks.md]
 
 On a GPU it also reports achieved bandwidth (bytes read + written per call / time) as a
 fraction of the measured device copy bandwidth, and throughput relative to Inductor. On
@@ -69,6 +69,31 @@ def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     return flex(q, k, v, score_mod=_softcap_causal)
 
 
+def _window(b, h, q_idx, kv_idx):
+    return (kv_idx <= q_idx) & (q_idx - kv_idx < 256)
+
+
+def flex_window(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Any) -> torch.Tensor:
+    """flex attention's forward with a causal sliding window of 256 keys, its block mask made
+    outside the function (as users make it): xpu_lite's and Inductor's kernels visit the key
+    blocks it lists; eager's op, the dense math, computes every score."""
+    from torch.nn.attention.flex_attention import flex_attention as flex
+
+    return flex(q, k, v, block_mask=mask)
+
+
+def _window_inputs(device: torch.device, gpu: bool) -> list[tuple[Any, ...]]:
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    cases = []
+    for m in (1, 2, 3, 4):
+        shape = (4, 16, 512 * m, 64) if gpu else (1, 2, 48 * m, 16)
+        q, k, v = (torch.randn(*shape, device=device, dtype=torch.bfloat16 if gpu else torch.float32) for _ in range(3))
+        blocks = 128 if gpu else (16, 32)  # on cpu, blocks the interpreter's kernel (16 x 32) tiles
+        cases.append((q, k, v, create_block_mask(_window, None, None, shape[2], shape[2], device=device.type, BLOCK_SIZE=blocks)))
+    return cases
+
+
 def sync(device: torch.device) -> None:
     if device.type in ("cuda", "xpu"):
         getattr(torch, device.type).synchronize()
@@ -95,7 +120,7 @@ def copy_bandwidth(device: torch.device) -> float:
 
 def nbytes(args: tuple[torch.Tensor, ...], out: torch.Tensor | tuple[torch.Tensor, ...]) -> int:
     outs = out if isinstance(out, tuple) else (out,)
-    return sum(t.numel() * t.element_size() for t in (*args, *outs))
+    return sum(t.numel() * t.element_size() for t in (*args, *outs) if isinstance(t, torch.Tensor))  # not a block mask
 
 
 def main() -> int:
@@ -104,6 +129,7 @@ def main() -> int:
     parser.add_argument("--no-inductor", action="store_true")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--write", default=None)
+    parser.add_argument("--only", default=None, metavar="TEXT", help="the cases whose name contains TEXT")
     args = parser.parse_args()
     device = device_or_usage_error(parser, args.device)
     gpu = device.type != "cpu"
@@ -123,7 +149,9 @@ def main() -> int:
         ("flex attention", flex_attention, [tuple(torch.randn(*((4, 16, 256 * m, 64) if gpu else (1, 2, 24 * m, 16)), device=device,
                                                               dtype=torch.bfloat16 if gpu else torch.float32) for _ in range(3))
                                             for m in (1, 2, 3, 4)]),
+        ("flex window", flex_window, _window_inputs(device, gpu)),
     ]
+    cases = [case for case in cases if args.only is None or args.only in case[0]]
     backends = [("aot_eager", None), ("xpu_lite", None)] + ([] if args.no_inductor else [("inductor", None)])
     copy_bw = copy_bandwidth(device) if gpu else None
     rows = []

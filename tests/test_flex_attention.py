@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
+from torch.nn.attention.flex_attention import AuxRequest, BlockMask, create_block_mask, flex_attention
 
 import xpu_lite
 from xpu_lite.codegen import flex_attention as flex_module
@@ -125,6 +125,52 @@ def test_flex_attention_mask_mod_and_region(device: str) -> None:
     assert_bitwise(list(torch.compile(windowed, backend="xpu_lite", mode="lite", dynamic=True)(*inputs)), list(windowed(*inputs)))
 
 
+def _windowed(b, h, q, kv):
+    return (kv <= q) & (q - kv < 20)
+
+
+def _masked(q, k, v, mask):
+    return flex_attention(q, k, v, block_mask=mask)
+
+
+def test_flex_attention_visits_the_block_masks_nonempty_blocks(device: str) -> None:
+    """Where the block mask's blocks are multiples of the kernel's, the loop visits the key
+    blocks its lists name for each query block, partial and full (a sliding window: 2 of 3
+    per query block), lists shared by every batch and head or one per batch and head: eager's
+    result. Blocks of 8: every key block. A list that leaves out a block mask_mod allows:
+    the block is skipped, as Inductor's kernel skips it (eager's math reads no lists)."""
+    q = torch.randn(2, 4, 96, 16, device=device)
+    k, v = (torch.randn(2, 4, 70, 16, device=device) for _ in range(2))
+    per_head = create_block_mask(lambda b, h, qi, ki: ki <= qi + b + h, 2, 4, 96, 70, device=device, BLOCK_SIZE=(32, 64))
+    cases = {"shared": (create_block_mask(_windowed, None, None, 96, 70, device=device, BLOCK_SIZE=(16, 32)), "nonempty"),
+             "per_head": (per_head, "nonempty"),
+             "blocks_of_8": (create_block_mask(_windowed, None, None, 96, 70, device=device, BLOCK_SIZE=8), "every key block")}
+    for name, (mask, visits) in cases.items():
+        torch._dynamo.reset()
+        with capture() as reports:
+            _check_against_float64(lambda *t: torch.compile(_attention_with, backend="xpu_lite")(*t, mask),
+                                   lambda *t: _attention_with(*t, mask), [q, k, v])
+        [label] = [row[4] for report in reports for row in report.rows() if row[3] == "template"]
+        assert visits in label, (name, label)
+    # query block 3 (rows 48-63) lists no key block; the others one each
+    listed = torch.tensor([[[1, 1, 1, 0, 1, 1]]], dtype=torch.int32, device=device)
+    indices = torch.zeros(1, 1, 6, 3, dtype=torch.int32, device=device)
+    indices[..., 0] = torch.tensor([0, 0, 1, 1, 2, 2])
+    partial = BlockMask.from_kv_blocks(listed, indices, BLOCK_SIZE=(16, 32), seq_lengths=(96, 70))
+    torch._dynamo.reset()
+    actual = torch.compile(_masked, backend="xpu_lite")(q, k, v, partial)
+    block_of = torch.tensor([0, 0, 1, 1, 2, 2], device=device)
+    same = create_block_mask(lambda b, h, qi, ki: (qi // 16 != 3) & (ki // 32 == block_of[qi // 16]), None, None, 96, 70,
+                             device=device)
+    torch.testing.assert_close(actual, _masked(q, k, v, same), rtol=1e-5, atol=1e-6)
+    assert torch.equal(actual[:, :, 48:64], torch.zeros_like(actual[:, :, 48:64]))
+
+
+def _attention_with(q, k, v, mask):
+    out, aux = flex_attention(q, k, v, block_mask=mask, return_aux=AuxRequest(lse=True))
+    return out, aux.lse
+
+
 @pytest.mark.parametrize("score_mod, why", [
     (lambda score, b, h, q, kv: score + torch.sin(score),
      "its subgraph calls aten.sin.default, which the flex attention kernel does not inline"),
@@ -145,8 +191,8 @@ def test_flex_attention_score_mod_it_cannot_inline_stays_eager(device: str, scor
 
 
 def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
-    """The gpu source of each score_mod's kernel through Triton's cuda pipeline (sm_90),
-    as load_kernel compiles it on a GPU."""
+    """The gpu source of each score_mod's kernel, and of a windowed mask_mod's (its block
+    lists read), through Triton's cuda pipeline (sm_90), as load_kernel compiles it on a GPU."""
     from xpu_lite import runtime
 
     from .test_gpu_codegen import _NO_CUDA_COMPILER, _cuda_target
@@ -161,12 +207,12 @@ def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
 
     monkeypatch.setattr(flex_module, "target_for", lambda device_type: "gpu")
     monkeypatch.setattr(flex_module, "load_kernel", capture_source)
-    for fn in SCORE_MODS.values():
+    for fn, window in [*((fn, None) for fn in SCORE_MODS.values()), (None, 7)]:  # the window's: its block lists read
         for dtype in (torch.float32, torch.bfloat16):
             torch._dynamo.reset()
-            torch.compile(lambda q, k, v: _attention(fn, q, k, v), backend="xpu_lite", dynamic=True)(
+            torch.compile(lambda q, k, v: _attention(fn, q, k, v, window=window), backend="xpu_lite", dynamic=True)(
                 *_inputs("cpu", dtype, 20))
-    assert len(sources) == 2 * len(SCORE_MODS)
+    assert len(sources) == 2 * len(SCORE_MODS) + 2 and all("KV_IDX" in source for _, source, _, _ in sources[-2:])
     for name, source, signature, checks_bounds in sources:
         jit = triton.jit(runtime.kernel_function(name, source))
         compiled = runtime.compile_ahead(jit, signature, _cuda_target(), checks_bounds=checks_bounds)

@@ -12,8 +12,12 @@ head, a loop over the keys in BLOCK_N blocks with an online softmax): scores are
 (query and key cast first, as eager does, and a float32 product, no TF32), score_mod and
 mask_mod are the traced subgraphs' aten ops as Triton expressions (the math table's, as
 fused kernels compute them), and a row every key of which is masked gets eager's zeros and
--inf. The block mask's block lists are not read: eager's math ignores them too and applies
-mask_mod to every score, which is what the kernel does. Half precision as eager: the
+-inf. The loop visits the key blocks the block mask lists for a program's query block (its
+partial and full blocks, mask_mod applied to both), as Inductor's kernel does, where the
+mask's blocks are multiples of the kernel's; every key block otherwise. Eager's math ignores
+the lists and applies mask_mod to every score: with lists made from the mask_mod
+(create_block_mask) a block left out holds only masked scores, whose terms are exactly 0,
+so the result is eager's either way (up to the order of the sums). Half precision as eager: the
 scores float32 (a dot in the input dtype accumulating in float32 on a GPU: the products
 are exact), the probabilities rounded to the input dtype for their product with the
 values (unnormalized here, normalized in eager: within the dtype's rounding of eager's,
@@ -32,30 +36,18 @@ import torch.fx
 from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
 from ..runtime import gpu_launch_options, load_kernel
+from .flex_subgraphs import NotTranslated, Translator, buffer_kind
 from .reduction import ROW_COMBINE
-from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, math_text, target_for
+from .triton import SIGNATURE_DTYPE, TL_DTYPE, math_table, target_for
 
-aten = torch.ops.aten
 FLEX_ATTENTION = torch.ops.higher_order.flex_attention
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _BLOCKS = {"interpreter": (16, 32), "gpu": (64, 32)}  # (BLOCK_M, BLOCK_N)
-# aten op of a score_mod / mask_mod subgraph -> the math table's entry
-_MATH = {
-    aten.add.Tensor: "add", aten.sub.Tensor: "sub", aten.mul.Tensor: "mul", aten.div.Tensor: "truediv",
-    aten.abs.default: "abs", aten.exp.default: "exp", aten.log.default: "log", aten.tanh.default: "tanh",
-    aten.sigmoid.default: "sigmoid", aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt",
-    aten.maximum.default: "maximum", aten.minimum.default: "minimum", aten.where.self: "where",
-    aten.logical_and.default: "logical_and", aten.logical_or.default: "logical_or",
-    aten.logical_not.default: "logical_not", aten.bitwise_and.Tensor: "bitwise_and", aten.bitwise_or.Tensor: "bitwise_or",
-    **{getattr(aten, cmp).Tensor: cmp for cmp in ("eq", "ne", "lt", "le", "gt", "ge")},
-    **{getattr(aten, cmp).Scalar: cmp for cmp in ("eq", "ne", "lt", "le", "gt", "ge")},
-}
-_CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)
-
-
-class NotTranslated(Exception):
-    """A subgraph the kernel cannot inline: why."""
+# the block mask's tuple, as the op takes it (BlockMask.as_tuple): where its key-block lists
+# (per batch, head and query block: how many, and which) and its block sizes are
+_LISTS = {"KV_NUM": 2, "KV_IDX": 3, "FULL_NUM": 4, "FULL_IDX": 5}
+_Q_BLOCK, _KV_BLOCK = -3, -2
 
 
 def lower_flex_attention(gm: torch.fx.GraphModule, selected: Any, device_type: str) -> None:
@@ -66,13 +58,16 @@ def lower_flex_attention(gm: torch.fx.GraphModule, selected: Any, device_type: s
         if node.target is not FLEX_ATTENTION or not selected(node):
             continue
         try:
-            node.target = FlexAttentionKernel(f"flex_attention_{index}", node, gm, device_type)
+            kernel = FlexAttentionKernel(f"flex_attention_{index}", node, gm, device_type)
+            node.target = kernel
             index += 1
-            # the block mask's block lists are not read: only its mask_mod is passed, and
-            # what computed the lists goes where nothing else reads it
-            lists = [a for a in node.args[4][:-1] if isinstance(a, torch.fx.Node)]
-            node.args = (*node.args[:4], (node.args[4][-1],), *node.args[5:])
-            _erase_unread(gm, lists)
+            # the block mask as the kernel takes it: the key-block lists it visits (none: it
+            # visits every block) and the mask_mod; what computed the others goes where
+            # nothing else reads it
+            block_mask = node.args[4]
+            kept = [block_mask[_LISTS[name]] for name in kernel.lists]
+            node.args = (*node.args[:4], (*kept, block_mask[-1]), *node.args[5:])
+            _erase_unread(gm, [a for a in block_mask[:-1] if isinstance(a, torch.fx.Node) and a not in kept])
         except NotTranslated as why:
             node.meta[REJECTED] = f"flex attention stays eager's (dense) math: {why}"
 
@@ -112,18 +107,21 @@ class FlexAttentionKernel:
         if not isinstance(d, int) or not isinstance(dv, int):
             raise NotTranslated("the head dims are symbolic (the kernel is compiled for its head dims)")
         self.__name__, self.dtype, self.device_type = name, vals[0].dtype, device_type
-        self.buffers = [_buffer_kind(b) for b in (*score_buffers, *mask_buffers)]
+        self.buffers = [buffer_kind(b) for b in (*score_buffers, *mask_buffers)]
         score_sub, mask_sub = getattr(gm, score_mod.target), getattr(gm, block_mask[-1].target)
         n_score = len(score_buffers)
         buffer_names = [f"buf{j}" for j in range(len(self.buffers))]
-        score = _Translator("s", ["qk", "b", "h", "m", "n", *buffer_names[:n_score]], self.buffers[:n_score], target_for(device_type))
-        mask = _Translator("k", ["b", "h", "m", "n", *buffer_names[n_score:]], self.buffers[n_score:], target_for(device_type),
+        score = Translator("s", ["qk", "b", "h", "m", "n", *buffer_names[:n_score]], self.buffers[:n_score], target_for(device_type))
+        mask = Translator("k", ["b", "h", "m", "n", *buffer_names[n_score:]], self.buffers[n_score:], target_for(device_type),
                            offset=n_score)
         score_lines, score_out = score.run(score_sub, vals[0].device)
         mask_lines, mask_out = mask.run(mask_sub, vals[0].device)
         self.block_m, self.block_n = _BLOCKS[target_for(device_type)]
+        self.lists, self.sparsity = _block_lists(block_mask, self.block_m, self.block_n)
+        self.q_block, self.kv_block = block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]
         self.source = _source(name, d, dv, self.block_m, self.block_n, self.buffers, score_lines, score_out, mask_lines,
-                              mask_out, TL_DTYPE[self.dtype], target_for(device_type))
+                              mask_out, TL_DTYPE[self.dtype], target_for(device_type),
+                              (self.lists, self.q_block, self.kv_block))
         self.checks_bounds = score.indexes or mask.indexes
         try:
             self.kernel = load_kernel(name, self.source, device_type, self._signature(), self.checks_bounds)
@@ -136,7 +134,8 @@ class FlexAttentionKernel:
         COUNTERS.kernels_compiled += 1
         # as the wrapper launches its kernels (the options compile_ahead compiled it with)
         self.options = {} if device_type == "cpu" else gpu_launch_options(self.checks_bounds, device_type)
-        self.label = f"{name} (flex attention: score_mod and mask_mod inlined, online softmax over {self.block_n}-key blocks)"
+        self.label = (f"{name} (flex attention: score_mod and mask_mod inlined, online softmax over {self.block_n}-key blocks, "
+                      f"{self.sparsity})")
 
     def _signature(self) -> dict[str, str]:
         pointer = f"*{SIGNATURE_DTYPE[self.dtype]}"
@@ -147,6 +146,9 @@ class FlexAttentionKernel:
                 signature.update({f"buf{j}_{what}{d}": "i64" for what in ("size", "stride") for d in range(ndim)})
             else:
                 signature[f"buf{j}"] = "i64"
+        for name in self.lists:
+            signature[name] = "*i32"
+            signature.update({f"{name}_stride{d}": "i64" for d in range(_LIST_DIMS[name])})
         signature.update({name: "i64" for name in _INTS})
         signature["SCALE"] = "fp32"
         return signature
@@ -165,27 +167,50 @@ class FlexAttentionKernel:
         buffers: list[Any] = []
         for b, (kind, _, _) in zip((*score_buffers, *mask_buffers), self.buffers):
             buffers += [b, *b.shape, *b.stride()] if kind == "tensor" else [int(b)]
+        lists: list[Any] = []
+        for name, block_list in zip(self.lists, block_mask):
+            lists += [block_list, *_list_strides(name, block_list, batch, heads, -(-rows // self.q_block))]
         shared = key.size(0) == 1 and batch > 1  # one key/value batch for every query batch
         ints = [rows, key.size(2), heads, heads // key.size(1), *query.stride(),
                 *(0 if shared and d == 0 else s for d, s in enumerate(key.stride())),
                 *(0 if shared and d == 0 else s for d, s in enumerate(value.stride())), *out.stride()]
         grid = ((rows + self.block_m - 1) // self.block_m, batch * heads)
-        self.kernel[grid](query, key, value, out, lse, maxs, *buffers, *ints, float(scale), **self.options)
+        self.kernel[grid](query, key, value, out, lse, maxs, *buffers, *lists, *ints, float(scale), **self.options)
         COUNTERS.kernel_launches += 1
         return out, lse, maxs
 
 
 _INTS = ("M", "N", "HQ", "G", *(f"{t}{d}" for t in ("sq", "sk", "sv", "so") for d in range(4)))
+_LIST_DIMS = {"KV_NUM": 3, "KV_IDX": 4, "FULL_NUM": 3, "FULL_IDX": 4}
+_NO_MASK_BLOCK = 1 << 30  # the block size of the mask flex_attention makes where it is given none
 
 
-def _buffer_kind(value: Any) -> tuple[str, torch.dtype | None, int]:
-    """('tensor', dtype, ndim) or ('int', None, 0) of an argument score_mod or mask_mod reads."""
-    val = value.meta.get("val") if isinstance(value, torch.fx.Node) else value
-    if isinstance(val, torch.Tensor) and val.dtype in SIGNATURE_DTYPE and val.layout is torch.strided:
-        return "tensor", val.dtype, val.dim()
-    if isinstance(val, (int, torch.SymInt)):
-        return "int", None, 0
-    raise NotTranslated(f"a captured {type(val).__name__} ({getattr(val, 'dtype', '')}) the kernel cannot read")
+def _block_lists(block_mask: tuple[Any, ...], block_m: int, block_n: int) -> tuple[tuple[str, ...], str]:
+    """The block mask's lists the kernel reads (("KV_NUM", "KV_IDX") and the full blocks'
+    ("FULL_NUM", "FULL_IDX") where it has them), and what that means for the label. A
+    program's query rows must lie in one of the mask's query blocks and the key blocks of
+    the loop tile the mask's: otherwise it visits every key block."""
+    q_block, kv_block = block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]
+    if isinstance(q_block, int) and q_block >= _NO_MASK_BLOCK:  # flex_attention's own, one block of all keys
+        return (), "every key block (no block mask)"
+    if not (isinstance(q_block, int) and isinstance(kv_block, int) and q_block % block_m == 0 and kv_block % block_n == 0):
+        return (), (f"every key block: the block mask's blocks ({q_block}, {kv_block}) are not multiples of the "
+                    f"kernel's ({block_m}, {block_n})")
+    present = [name for name, at in _LISTS.items() if isinstance(block_mask[at], torch.fx.Node)]
+    if present[:2] != ["KV_NUM", "KV_IDX"] or len(present) not in (2, 4):
+        return (), "every key block: the block mask has no key-block lists"
+    return tuple(present), "the block mask's nonempty key blocks only"
+
+
+def _list_strides(name: str, block_list: torch.Tensor, batch: int, heads: int, q_blocks: int) -> list[int]:
+    """A block list's strides as the kernel reads it, 0 along a batch or head dim of size 1
+    (one list for every batch or head). Lists that do not cover this call's query blocks,
+    batches and heads are refused (the kernel would read past them)."""
+    shape = block_list.shape
+    if block_list.dim() != _LIST_DIMS[name] or shape[0] not in (1, batch) or shape[1] not in (1, heads) or shape[2] < q_blocks:
+        raise RuntimeError(f"flex attention: the block mask's {name.lower()} list has shape {tuple(shape)}, which does not "
+                           f"cover batch {batch}, {heads} heads and {q_blocks} query blocks")
+    return [0 if d < 2 and shape[d] == 1 else stride for d, stride in enumerate(block_list.stride())]
 
 
 def _out_strides(query: torch.Tensor, dv: int) -> list[int]:
@@ -203,171 +228,46 @@ def _out_strides(query: torch.Tensor, dv: int) -> list[int]:
     return out
 
 
-class _Translator:
-    """A score_mod or mask_mod subgraph as Triton statements over the kernel's names: `qk`
-    (the scores, float32, [BLOCK_M, BLOCK_N]), `b` and `h` (this program's batch and head),
-    `m` ([BLOCK_M, 1]) and `n` ([1, BLOCK_N]), each captured buffer `bufJ`. Every value is
-    computed in float32 where eager's is a float (a half-precision one rounded to its dtype
-    after each op, as eager rounds it), in its own dtype otherwise."""
+def _key_loop(sparse: tuple[tuple[str, ...], Any, Any], block_m: int, block_n: int, body: list[str]) -> list[str]:
+    """The loop over the keys, `start` each block's first, around `body` (one level in):
+    every block, or the key blocks the block mask lists for this program's query block
+    (its partial ones, then its full ones; mask_mod applied to both), each in blocks of
+    block_n, the last cut at N."""
+    lists, q_block, kv_block = sparse
+    if not lists:
+        return [f"    for start in range(0, N, {block_n}):", *(f"    {line}" for line in body)]
 
-    def __init__(self, prefix: str, names: list[str], buffers: list[tuple[str, Any, int]], target: str,
-                 offset: int = 0) -> None:
-        self.prefix, self.names, self.buffers, self.offset = prefix, names, buffers, offset
-        self.table, self.lines, self.indexes = math_table(target), [], False
+    def at(name: str) -> str:
+        return (f"b.to(tl.int64) * {name}_stride0 + h.to(tl.int64) * {name}_stride1 + "
+                f"q_block.to(tl.int64) * {name}_stride2")
 
-    def run(self, sub: torch.fx.GraphModule, device: torch.device) -> tuple[list[str], str]:
-        env: dict[torch.fx.Node, str] = {}
-        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
-        if len(placeholders) != len(self.names):
-            raise NotTranslated(f"a subgraph of {len(placeholders)} arguments, where {len(self.names)} were passed")
-        env.update(zip(placeholders, self.names))
-        self.dtypes = _eager_dtypes(sub, self.names[0] == "qk", self.buffers, device)
-        for node in sub.graph.nodes:
-            if node.op == "output":
-                (result,) = node.args[0] if isinstance(node.args[0], (tuple, list)) else (node.args[0],)
-                return self.lines, self._operand(result, env)
-            if node.op == "call_function":
-                env[node] = self._emit(node, env)
-            elif node.op != "placeholder":
-                raise NotTranslated(f"its subgraph has a {node.op} node ({node.target})")
-        raise NotTranslated("its subgraph has no output")
-
-    def _emit(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
-        dtype = self.dtypes.get(node)
-        if dtype not in TL_DTYPE:
-            raise NotTranslated(f"{node.target} gives a {dtype} value")
-        name = f"{self.prefix}{len(self.lines)}"
-        target = node.target
-        if target in (aten.scalar_tensor.default, aten.full.default):
-            value = node.args[0] if target is aten.scalar_tensor.default else node.args[1]
-            expr = f"tl.full([1, 1], {_scalar(value)}, {TL_DTYPE[_computed(dtype)]})"
-        elif target in _CASTS:
-            expr = f"{self._operand(node.args[0], env)}.to({TL_DTYPE[_computed(dtype)]})"
-        elif target is aten.index.Tensor:
-            expr = self._index(node, env)
-        elif (target in _MATH or target is aten.neg.default) and not node.kwargs:
-            entry = _MATH.get(target) or ("fneg" if dtype.is_floating_point else "neg")
-            expr = self._math(name, entry, [self._operand(a, env) for a in node.args], node.args, dtype,
-                              target is aten.where.self)
-        elif target is aten.clamp.default and not node.kwargs:  # clamp(x, min, max): either bound may be None
-            expr = self._operand(node.args[0], env)
-            for bound, entry in zip(node.args[1:], ("clamp_min", "clamp_max")):
-                if bound is not None:
-                    expr = self._math(f"{name}_{entry}", entry, [expr, self._operand(bound, env)], (node.args[0], bound), dtype)
-        elif (entry := _by_literal(node, dtype)) is not None:  # x // 8, x % 3 of indices
-            expr = self._math(name, entry, [self._operand(a, env) for a in node.args[:2]], node.args[:2], dtype)
-        else:
-            raise NotTranslated(f"its subgraph calls {target}, which the flex attention kernel does not inline")
-        if dtype in (torch.float16, torch.bfloat16):  # eager's value is rounded to its dtype after each op
-            expr = self.table[f"round_{str(dtype).removeprefix('torch.')}"].format(f"({expr}).to(tl.float32)")
-        elif dtype is torch.bool:
-            expr = f"(({expr}) != 0)"
-        else:
-            expr = f"({expr}).to({TL_DTYPE[dtype]})"
-        self.lines.append(f"{name} = {expr}  # {node.target}")
-        return name
-
-    def _math(self, name: str, entry_name: str, args: list[str], values: Any, dtype: torch.dtype, where: bool = False) -> str:
-        """The math table's `entry_name` of `args` (its steps appended to the lines), in
-        float32 where the result is a float (q_idx / 2: int operands widened first)."""
-        if dtype.is_floating_point:
-            args = [f"{a}.to(tl.float32)" if isinstance(v, torch.fx.Node) and i >= where else a
-                    for i, (a, v) in enumerate(zip(args, values))]
-        steps, text = math_text(entry_name, args, _computed(dtype), self.table, name)
-        self.lines += steps
-        return text
-
-    def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
-        source, indices = node.args
-        first = len(self.names) - len(self.buffers)  # the captured buffers' names come last
-        j = self.names.index(env[source]) - first if env.get(source) in self.names[first:] else -1
-        if j < 0 or self.buffers[j][0] != "tensor" or any(i is None for i in indices) or len(indices) != self.buffers[j][2]:
-            raise NotTranslated("it indexes something other than one element of a captured tensor")
-        buf, offsets = f"buf{j + self.offset}", []
-        for d, index in enumerate(indices):
-            i = self._operand(index, env)
-            wrapped = f"tl.where({i} < 0, {i} + {buf}_size{d}, {i})"  # a negative index counts from the end
-            self.lines.append(f"tl.device_assert(((({wrapped}) >= 0) & (({wrapped}) < {buf}_size{d})) | (valid == 0), "
-                              f"\"index out of bounds: {node.target} of a captured tensor\")")
-            offsets.append(f"({wrapped}).to(tl.int64) * {buf}_stride{d}")
-        self.indexes = True
-        loaded = f"tl.load({buf} + {' + '.join(offsets)}, mask=valid, other=0)"
-        dtype = self.buffers[j][1]
-        return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
-
-    def _operand(self, value: Any, env: dict[torch.fx.Node, str]) -> str:
-        if isinstance(value, torch.fx.Node):
-            return env[value]
-        if isinstance(value, (bool, int, float)):
-            return _scalar(value)
-        raise NotTranslated(f"an argument {value!r} the kernel cannot inline")
-
-
-def _eager_dtypes(sub: torch.fx.GraphModule, scores: bool, buffers: list[tuple[str, Any, int]],
-                  device: torch.device) -> dict[torch.fx.Node, torch.dtype]:
-    """Each node's dtype as eager's math computes it: the subgraph was traced with the
-    query's dtype for the score and int32 indices, but eager calls it with float32 scores
-    and int64 indices (torch.arange), so a bfloat16 query's scores are never rounded to
-    bfloat16 there. Found by running the subgraph once on 0-dim ones of those dtypes."""
-    class Recorder(torch.fx.Interpreter):
-        def run_node(self, node: torch.fx.Node) -> Any:
-            result = super().run_node(node)
-            if isinstance(result, torch.Tensor):
-                found[node] = result.dtype
-            return result
-
-    found: dict[torch.fx.Node, torch.dtype] = {}
-    one = lambda dtype: torch.ones((), dtype=dtype, device=device)  # noqa: E731
-    args = [one(torch.float32)] if scores else []
-    args += [one(torch.int64) for _ in range(4)]
-    args += [torch.ones([2] * ndim, dtype=dtype, device=device) if kind == "tensor" else 1 for kind, dtype, ndim in buffers]
-    try:
-        with torch.no_grad():
-            Recorder(sub).run(*args)
-    except Exception as exc:  # noqa: BLE001  (a subgraph eager's math could not run either way: not inlined)
-        raise NotTranslated(f"its subgraph did not run on sample values ({type(exc).__name__}: {exc})") from None
-    return found
-
-
-def _by_literal(node: torch.fx.Node, dtype: torch.dtype) -> str | None:
-    """The math entry of an integer floor division or remainder by a nonzero int literal
-    (a chunked mask's `q_idx // 128`; by a tensor it may be 0, which eager raises on), or
-    of a float remainder; None for anything else."""
-    target, args = node.target, node.args
-    if target is aten.div.Tensor_mode and node.kwargs.get("rounding_mode") == "floor":
-        target = aten.floor_divide.default
-    elif node.kwargs or len(args) != 2:
-        return None
-    divisor_ok = isinstance(args[1], int) and not isinstance(args[1], bool) and args[1] != 0
-    if target is aten.floor_divide.default and not dtype.is_floating_point and divisor_ok:
-        return "div_floor_int"
-    if target in (aten.remainder.Scalar, aten.remainder.Tensor):
-        return "remainder" if dtype.is_floating_point else ("remainder_int" if divisor_ok else None)
-    return None
-
-
-def _scalar(value: bool | int | float) -> str:
-    """A Python number as the kernel's literal (a float as its float32 value, a wrapped
-    number as in aten: it does not widen a tensor's dtype)."""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, float):
-        return literal(value, torch.float32) if math.isfinite(value) else f"float('{value}')"
-    return repr(value)
-
-
-def _computed(dtype: torch.dtype) -> torch.dtype:
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    lines = [f"    q_block = (pid_m * {block_m}) // {q_block}  # the block mask's query block of these rows",
+             f"    listed = tl.load(KV_NUM + {at('KV_NUM')})",
+             f"    kv_at = KV_IDX + {at('KV_IDX')}"]
+    block = "tl.load(kv_at + j * KV_IDX_stride3, mask=j < listed, other=0)"
+    if "FULL_NUM" in lists:
+        lines += [f"    full = tl.load(FULL_NUM + {at('FULL_NUM')})",
+                  f"    full_at = FULL_IDX + {at('FULL_IDX')}"]
+        block = f"tl.where(j < listed, {block}, tl.load(full_at + (j - listed) * FULL_IDX_stride3, mask=j >= listed, other=0))"
+    return [*lines,
+            f"    for j in range(0, listed{' + full' if 'FULL_NUM' in lists else ''}):",
+            f"        first = {block}.to(tl.int64) * {kv_block}",
+            f"        for start in range(first, tl.minimum(first + {kv_block}, N), {block_n}):",
+            *(f"        {line}" for line in body)]
 
 
 def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: list[tuple[str, Any, int]],
-            score_lines: list[str], score_out: str, mask_lines: list[str], mask_out: str, dt: str, target: str) -> str:
+            score_lines: list[str], score_out: str, mask_lines: list[str], mask_out: str, dt: str, target: str,
+            sparse: tuple[tuple[str, ...], Any, Any]) -> str:
+    """sparse: (the block lists read, the block mask's query and key block sizes)."""
     dpad, dvpad = (max(16, 1 << (x - 1).bit_length()) for x in (d, dv))
     params = ["Q", "K", "V", "OUT", "LSE", "MAXS"]
     for j, (kind, _, ndim) in enumerate(buffers):
         params.append(f"buf{j}")
         if kind == "tensor":
             params += [f"buf{j}_{what}{k}" for what in ("size", "stride") for k in range(ndim)]
+    for block_list in sparse[0]:
+        params += [block_list, *(f"{block_list}_stride{k}" for k in range(_LIST_DIMS[block_list]))]
     params += [*_INTS, "SCALE"]
     body = [*score_lines, *mask_lines]
     row_max, row_sum = (ROW_COMBINE[target][op] for op in ("max", "sum"))
@@ -412,24 +312,25 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
         f"    m_i = tl.full([{block_m}], float('-inf'), tl.float32)",
         f"    l_i = tl.full([{block_m}], 0.0, tl.float32)",
         f"    acc = tl.full([{block_m}, {dvpad}], 0.0, tl.float32)",
-        f"    for start in range(0, N, {block_n}):",
-        f"        n = start + tl.arange(0, {block_n})[None, :]",
-        "        valid = row_ok & (n < N)",
-        f"        k = tl.load(K + k_base + n.to(tl.int64) * sk2 + offs_d[:, None] * sk3, mask=(n < N) & (offs_d[:, None] < {d}),"
-        f" other=0.0){widen}",
-        f"        qk = tl.dot(q, k{precision}) * SCALE  # float32 scores, as eager's",
-        *(f"        {line}" for line in body),
-        f"        keep = valid & ({mask_out} != 0)",
-        f"        scores = tl.where(keep, {score_out} + tl.full([{block_m}, {block_n}], 0.0, tl.float32), float('-inf'))",
-        f"        m_new = tl.maximum(m_i, {row_max.format('scores')})",
-        "        base = tl.where(m_new == float('-inf'), 0.0, m_new)  # a row masked so far: nothing to scale",
-        "        alpha = tl.exp(m_i - base)",
-        "        p = tl.exp(scores - base[:, None])",
-        f"        l_i = l_i * alpha + {row_sum.format('p')}",
-        f"        v = tl.load(V + v_base + tl.trans(n).to(tl.int64) * sv2 + offs_dv[None, :] * sv3,"
-        f" mask=(tl.trans(n) < N) & (offs_dv[None, :] < {dv}), other=0.0){widen}",
-        f"        acc = acc * alpha[:, None] + tl.dot({probabilities}, v{precision})",
-        "        m_i = m_new",
+        *_key_loop(sparse, block_m, block_n, [
+            f"    n = start + tl.arange(0, {block_n})[None, :]",
+            "    valid = row_ok & (n < N)",
+            f"    k = tl.load(K + k_base + n.to(tl.int64) * sk2 + offs_d[:, None] * sk3, mask=(n < N) & (offs_d[:, None] < {d}),"
+            f" other=0.0){widen}",
+            f"    qk = tl.dot(q, k{precision}) * SCALE  # float32 scores, as eager's",
+            *(f"    {line}" for line in body),
+            f"    keep = valid & ({mask_out} != 0)",
+            f"    scores = tl.where(keep, {score_out} + tl.full([{block_m}, {block_n}], 0.0, tl.float32), float('-inf'))",
+            f"    m_new = tl.maximum(m_i, {row_max.format('scores')})",
+            "    base = tl.where(m_new == float('-inf'), 0.0, m_new)  # a row masked so far: nothing to scale",
+            "    alpha = tl.exp(m_i - base)",
+            "    p = tl.exp(scores - base[:, None])",
+            f"    l_i = l_i * alpha + {row_sum.format('p')}",
+            f"    v = tl.load(V + v_base + tl.trans(n).to(tl.int64) * sv2 + offs_dv[None, :] * sv3,"
+            f" mask=(tl.trans(n) < N) & (offs_dv[None, :] < {dv}), other=0.0){widen}",
+            f"    acc = acc * alpha[:, None] + tl.dot({probabilities}, v{precision})",
+            "    m_i = m_new",
+        ]),
         "    # a row whose every key is masked: eager's safe softmax gives zeros, its logsumexp and max -inf",
         f"    out = {divide.format('acc', 'tl.where(l_i == 0.0, 1.0, l_i)[:, None]')}",
         f"    lse = {divide.format(log_sum, ln2)}",
