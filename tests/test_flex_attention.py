@@ -138,7 +138,8 @@ def test_flex_attention_visits_the_block_masks_nonempty_blocks(device: str) -> N
     blocks its lists name for each query block, partial and full (a sliding window: 2 of 3
     per query block), lists shared by every batch and head or one per batch and head: eager's
     result. Blocks of 8: every key block. A list that leaves out a block mask_mod allows:
-    the block is skipped, as Inductor's kernel skips it (eager's math reads no lists)."""
+    the block is skipped; a block listed as full: mask_mod is not applied there; both as in
+    Inductor's kernel (eager's math reads no lists)."""
     q = torch.randn(2, 4, 96, 16, device=device)
     k, v = (torch.randn(2, 4, 70, 16, device=device) for _ in range(2))
     per_head = create_block_mask(lambda b, h, qi, ki: ki <= qi + b + h, 2, 4, 96, 70, device=device, BLOCK_SIZE=(32, 64))
@@ -162,8 +163,16 @@ def test_flex_attention_visits_the_block_masks_nonempty_blocks(device: str) -> N
     block_of = torch.tensor([0, 0, 1, 1, 2, 2], device=device)
     same = create_block_mask(lambda b, h, qi, ki: (qi // 16 != 3) & (ki // 32 == block_of[qi // 16]), None, None, 96, 70,
                              device=device)
-    torch.testing.assert_close(actual, _masked(q, k, v, same), rtol=1e-5, atol=1e-6)
+    expected = _masked(q, k, v, same)
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6)
     assert torch.equal(actual[:, :, 48:64], torch.zeros_like(actual[:, :, 48:64]))
+    # the same blocks listed as full: mask_mod holds there by the mask's contract and is not
+    # applied (this one masks every score, which eager's math applies: its output is zeros)
+    none = torch.zeros_like(listed)
+    full = BlockMask.from_kv_blocks(none, indices, listed, indices, BLOCK_SIZE=(16, 32), seq_lengths=(96, 70),
+                                    mask_mod=lambda b, h, qi, ki: qi < 0)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(_masked, backend="xpu_lite")(q, k, v, full), expected, rtol=1e-5, atol=1e-6)
 
 
 def _attention_with(q, k, v, mask):

@@ -13,12 +13,12 @@ head, a loop over the keys in BLOCK_N blocks with an online softmax): scores are
 mask_mod are the traced subgraphs' aten ops as Triton expressions (the math table's, as
 fused kernels compute them), and a row every key of which is masked gets eager's zeros and
 -inf. The loop visits the key blocks the block mask lists for a program's query block (its
-partial and full blocks, mask_mod applied to both), as Inductor's kernel does, where the
-mask's blocks are multiples of the kernel's; every key block otherwise. Eager's math ignores
-the lists and applies mask_mod to every score: with lists made from the mask_mod
-(create_block_mask) a block left out holds only masked scores, whose terms are exactly 0,
-so the result is eager's either way (up to the order of the sums). Half precision as eager: the
-scores float32 (a dot in the input dtype accumulating in float32 on a GPU: the products
+partial blocks, then its full ones, where mask_mod holds everywhere and is not applied), as
+Inductor's kernel does, where the mask's blocks are multiples of the kernel's; every key
+block otherwise. Eager's math ignores the lists and applies mask_mod to every score: with
+lists made from the mask_mod (create_block_mask) a block left out holds only masked
+scores, whose terms are exactly 0, so the result is eager's either way (up to the order of
+the sums). Half precision as eager: the scores float32 (a dot in the input dtype accumulating in float32 on a GPU: the products
 are exact), the probabilities rounded to the input dtype for their product with the
 values (unnormalized here, normalized in eager: within the dtype's rounding of eager's,
 not bitwise). The backward (`flex_attention_backward`) stays eager's.
@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import operator
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -228,32 +229,28 @@ def _out_strides(query: torch.Tensor, dv: int) -> list[int]:
     return out
 
 
-def _key_loop(sparse: tuple[tuple[str, ...], Any, Any], block_m: int, block_n: int, body: list[str]) -> list[str]:
-    """The loop over the keys, `start` each block's first, around `body` (one level in):
-    every block, or the key blocks the block mask lists for this program's query block
-    (its partial ones, then its full ones; mask_mod applied to both), each in blocks of
-    block_n, the last cut at N."""
+def _key_loop(sparse: tuple[tuple[str, ...], Any, Any], block_m: int, block_n: int,
+              step: Callable[[bool], list[str]]) -> list[str]:
+    """The loop over the keys, `start` each block's first, around `step(masked)` (its lines
+    one level in; masked: mask_mod applied): every block, or the key blocks the block mask
+    lists for this program's query block, its partial ones, then its full ones, where
+    mask_mod holds everywhere and is not applied (as in Inductor's kernel), each in blocks
+    of block_n, the last cut at N."""
     lists, q_block, kv_block = sparse
     if not lists:
-        return [f"    for start in range(0, N, {block_n}):", *(f"    {line}" for line in body)]
+        return [f"    for start in range(0, N, {block_n}):", *(f"    {line}" for line in step(True))]
 
     def at(name: str) -> str:
-        return (f"b.to(tl.int64) * {name}_stride0 + h.to(tl.int64) * {name}_stride1 + "
-                f"q_block.to(tl.int64) * {name}_stride2")
+        return f"b.to(tl.int64) * {name}_stride0 + h.to(tl.int64) * {name}_stride1 + q_block * {name}_stride2"
 
-    lines = [f"    q_block = (pid_m * {block_m}) // {q_block}  # the block mask's query block of these rows",
-             f"    listed = tl.load(KV_NUM + {at('KV_NUM')})",
-             f"    kv_at = KV_IDX + {at('KV_IDX')}"]
-    block = "tl.load(kv_at + j * KV_IDX_stride3, mask=j < listed, other=0)"
-    if "FULL_NUM" in lists:
-        lines += [f"    full = tl.load(FULL_NUM + {at('FULL_NUM')})",
-                  f"    full_at = FULL_IDX + {at('FULL_IDX')}"]
-        block = f"tl.where(j < listed, {block}, tl.load(full_at + (j - listed) * FULL_IDX_stride3, mask=j >= listed, other=0))"
-    return [*lines,
-            f"    for j in range(0, listed{' + full' if 'FULL_NUM' in lists else ''}):",
-            f"        first = {block}.to(tl.int64) * {kv_block}",
-            f"        for start in range(first, tl.minimum(first + {kv_block}, N), {block_n}):",
-            *(f"        {line}" for line in body)]
+    lines = [f"    q_block = ((pid_m * {block_m}) // {q_block}).to(tl.int64)  # the block mask's query block of these rows"]
+    for count, indices, masked in (("KV_NUM", "KV_IDX", True), ("FULL_NUM", "FULL_IDX", False)):
+        if count in lists:
+            lines += [f"    for j in range(0, tl.load({count} + {at(count)})):  # its {'partial' if masked else 'full'} key blocks",
+                      f"        first = tl.load({indices} + {at(indices)} + j * {indices}_stride3).to(tl.int64) * {kv_block}",
+                      f"        for start in range(first, tl.minimum(first + {kv_block}, N), {block_n}):",
+                      *(f"        {line}" for line in step(masked))]
+    return lines
 
 
 def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: list[tuple[str, Any, int]],
@@ -269,7 +266,6 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
     for block_list in sparse[0]:
         params += [block_list, *(f"{block_list}_stride{k}" for k in range(_LIST_DIMS[block_list]))]
     params += [*_INTS, "SCALE"]
-    body = [*score_lines, *mask_lines]
     row_max, row_sum = (ROW_COMBINE[target][op] for op in ("max", "sum"))
     # to nearest even (the interpreter's own cast to bfloat16 truncates: the math table's form)
     stored = math_table(target)["round_bfloat16"].format("out") if dt == "tl.bfloat16" else "out"
@@ -290,6 +286,27 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
         probabilities = f"p.to({dt})"  # to nearest even (cvt.rn)
     else:  # the interpreter's cast to bfloat16 truncates: the math table's rounding
         probabilities = math_table(target)[f"round_{dt.removeprefix('tl.')}"].format("p")
+    def step(masked: bool) -> list[str]:  # one block of keys
+        return [
+            f"    n = start + tl.arange(0, {block_n})[None, :]",
+            "    valid = row_ok & (n < N)",
+            f"    k = tl.load(K + k_base + n.to(tl.int64) * sk2 + offs_d[:, None] * sk3, mask=(n < N) & (offs_d[:, None] < {d}),"
+            f" other=0.0){widen}",
+            f"    qk = tl.dot(q, k{precision}) * SCALE  # float32 scores, as eager's",
+            *(f"    {line}" for line in (*score_lines, *(mask_lines if masked else ()))),
+            f"    keep = valid & ({mask_out} != 0)" if masked else "    keep = valid",
+            f"    scores = tl.where(keep, {score_out} + tl.full([{block_m}, {block_n}], 0.0, tl.float32), float('-inf'))",
+            f"    m_new = tl.maximum(m_i, {row_max.format('scores')})",
+            "    base = tl.where(m_new == float('-inf'), 0.0, m_new)  # a row masked so far: nothing to scale",
+            "    alpha = tl.exp(m_i - base)",
+            "    p = tl.exp(scores - base[:, None])",
+            f"    l_i = l_i * alpha + {row_sum.format('p')}",
+            f"    v = tl.load(V + v_base + tl.trans(n).to(tl.int64) * sv2 + offs_dv[None, :] * sv3,"
+            f" mask=(tl.trans(n) < N) & (offs_dv[None, :] < {dv}), other=0.0){widen}",
+            f"    acc = acc * alpha[:, None] + tl.dot({probabilities}, v{precision})",
+            "    m_i = m_new",
+        ]
+
     imports = ["import triton.language as tl"] + (["from triton.language.extra import libdevice"] if target == "gpu" else [])
     return "\n".join([
         *imports, "", "",
@@ -312,25 +329,7 @@ def _source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: lis
         f"    m_i = tl.full([{block_m}], float('-inf'), tl.float32)",
         f"    l_i = tl.full([{block_m}], 0.0, tl.float32)",
         f"    acc = tl.full([{block_m}, {dvpad}], 0.0, tl.float32)",
-        *_key_loop(sparse, block_m, block_n, [
-            f"    n = start + tl.arange(0, {block_n})[None, :]",
-            "    valid = row_ok & (n < N)",
-            f"    k = tl.load(K + k_base + n.to(tl.int64) * sk2 + offs_d[:, None] * sk3, mask=(n < N) & (offs_d[:, None] < {d}),"
-            f" other=0.0){widen}",
-            f"    qk = tl.dot(q, k{precision}) * SCALE  # float32 scores, as eager's",
-            *(f"    {line}" for line in body),
-            f"    keep = valid & ({mask_out} != 0)",
-            f"    scores = tl.where(keep, {score_out} + tl.full([{block_m}, {block_n}], 0.0, tl.float32), float('-inf'))",
-            f"    m_new = tl.maximum(m_i, {row_max.format('scores')})",
-            "    base = tl.where(m_new == float('-inf'), 0.0, m_new)  # a row masked so far: nothing to scale",
-            "    alpha = tl.exp(m_i - base)",
-            "    p = tl.exp(scores - base[:, None])",
-            f"    l_i = l_i * alpha + {row_sum.format('p')}",
-            f"    v = tl.load(V + v_base + tl.trans(n).to(tl.int64) * sv2 + offs_dv[None, :] * sv3,"
-            f" mask=(tl.trans(n) < N) & (offs_dv[None, :] < {dv}), other=0.0){widen}",
-            f"    acc = acc * alpha[:, None] + tl.dot({probabilities}, v{precision})",
-            "    m_i = m_new",
-        ]),
+        *_key_loop(sparse, block_m, block_n, step),
         "    # a row whose every key is masked: eager's safe softmax gives zeros, its logsumexp and max -inf",
         f"    out = {divide.format('acc', 'tl.where(l_i == 0.0, 1.0, l_i)[:, None]')}",
         f"    lse = {divide.format(log_sum, ln2)}",
