@@ -82,6 +82,23 @@ def test_unknown_op_suggests_closest() -> None:
         parse_config("lite", {"keep_ops": ["layer_norm"]})  # the namespace left out
 
 
+def test_flex_attention_is_the_higher_order_op_the_options_take() -> None:
+    """`higher_order.flex_attention` (or the operator itself) names flex attention's kernel;
+    other higher-order ops are refused with why (their subgraphs' ops are selected one by
+    one); `flex_attention` without its namespace suggests it."""
+    flex = torch.ops.higher_order.flex_attention
+    assert parse_config("lite", {"compile_ops": ["higher_order.flex_attention"]}).compile_ops == {flex}
+    assert parse_config(None, {"keep_ops": [flex, "aten.gelu.default"]}).keep_ops == {flex, aten.gelu.default}
+    with pytest.raises(ValueError, match=r"higher_order\.cond is not compiled as one op: the ops of its subgraphs are "
+                                         r"selected as any others \(name them\); the higher-order operators it takes: "
+                                         r"higher_order\.flex_attention"):
+        parse_config("lite", {"compile_ops": [torch.ops.higher_order.cond]})
+    with pytest.raises(ValueError, match=r"higher_order\.while_loop is not compiled as one op"):
+        parse_config("lite", {"keep_ops": ["higher_order.while_loop"]})
+    with pytest.raises(ValueError, match=r"no operator named 'flex_attention'; closest matches: higher_order\.flex_attention"):
+        parse_config("lite", {"compile_ops": ["flex_attention"]})
+
+
 def test_op_cannot_be_compiled_and_kept() -> None:
     with pytest.raises(ValueError, match="both 'compile_ops' and 'keep_ops'"):
         parse_config("lite", {"compile_ops": ["aten.gelu"], "keep_ops": ["aten.gelu.default"]})

@@ -180,6 +180,28 @@ def _attention_with(q, k, v, mask):
     return out, aux.lse
 
 
+def test_flex_attention_named_in_compile_ops_or_keep_ops(device: str) -> None:
+    """Lite mode, `compile_ops=["higher_order.flex_attention"]`: compiled outside any region,
+    its score_mod and mask_mod decomposed as in a region (`where.ScalarOther`, `new_ones`
+    and `__and__` otherwise stay, which the kernel does not inline). The default mode,
+    `keep_ops=[torch.ops.higher_order.flex_attention]`: eager's op, bitwise, with the reason."""
+    def windowed(q, k, v):
+        return _attention(_causal, q, k, v, window=7)
+
+    inputs = _inputs(device, torch.float32, 20)
+    with capture() as reports:
+        _check_against_float64(torch.compile(windowed, backend="xpu_lite", dynamic=True,
+                                             options={"mode": "lite", "compile_ops": ["higher_order.flex_attention"]}),
+                               windowed, inputs)
+    assert [row[3] for report in reports for row in report.rows() if row[2] == "flex_attention"] == ["template"]
+    torch._dynamo.reset()
+    with capture() as reports:
+        actual = torch.compile(windowed, backend="xpu_lite", options={"keep_ops": [torch.ops.higher_order.flex_attention]})(*inputs)
+    assert_bitwise(list(actual), list(windowed(*inputs)))
+    reasons = [row[4] for report in reports for row in report.rows() if row[2] == "flex_attention"]
+    assert reasons == ["kept op: keep_ops option"], reasons
+
+
 @pytest.mark.parametrize("score_mod, why", [
     (lambda score, b, h, q, kv: score + torch.sin(score),
      "its subgraph calls aten.sin.default, which the flex attention kernel does not inline"),

@@ -25,7 +25,7 @@ from .codegen.flex_attention import lower_flex_attention
 from .codegen.triton import kernel_signature, kernel_sources, target_for
 from .config import LiteConfig, parse_config
 from .debug import write_stage
-from .decomp import DecompPlan, build_plan, recompose, tracing
+from .decomp import DecompPlan, build_plan, mark_higher_order_compile_ops, recompose, tracing
 from .decomp.regions import in_region_meta
 from .lowering import (SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError,
                        ir, partition)
@@ -69,6 +69,8 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     if rewrites := recompose(gm):
         log.debug("xpu_lite %s: undid Dynamo's decompositions: %s", graph, rewrites)
         write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
+    if marked := mark_higher_order_compile_ops(gm, config):
+        log.debug("xpu_lite %s: %d higher-order op node(s) of compile_ops traced as a region's", graph, marked)
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
     device_type = compat.fake_tensor_device(example_inputs, gm)
     started = time.perf_counter()
@@ -148,7 +150,7 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
         compiled.update(calls)
         node.meta[SUBGRAPHS_COMPILED] = True
     started = time.perf_counter()  # the subgraphs' time is in their own reports
-    lower_flex_attention(gm, lambda node: selected(node, config), device_type)
+    lower_flex_attention(gm, lambda node: selected(node, config) and node.target not in plan.kept, device_type)
     decisions = partition(gm, plan, device_type)
     groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
     sources += [node.target.source for node in gm.graph.nodes if getattr(node.target, "template", None)]  # flex attention's

@@ -25,14 +25,20 @@ ENV_DEBUG_DIR = "XPU_LITE_DEBUG_DIR"
 ENV_DEVICE = "XPU_LITE_DEVICE"
 ENV_CACHE_DIR = "XPU_LITE_CACHE_DIR"
 
+# the higher-order operators compile_ops and keep_ops take: flex attention, a kernel of its
+# own (codegen/flex_attention.py). Other higher-order ops (cond, scan, ...) are not compiled
+# as one: the ops of their subgraphs are selected as any others.
+SELECTABLE_HIGHER_ORDER: tuple[str, ...] = ("flex_attention",)
+Op = torch._ops.OpOverload | torch._ops.HigherOrderOperator
+
 
 @dataclasses.dataclass(frozen=True)
 class LiteConfig:
     """Everything the pipeline needs to know about what the user asked for."""
 
     lite: bool = False
-    compile_ops: frozenset[torch._ops.OpOverload] = frozenset()
-    keep_ops: frozenset[torch._ops.OpOverload] = frozenset()
+    compile_ops: frozenset[Op] = frozenset()
+    keep_ops: frozenset[Op] = frozenset()
     debug_dir: str | None = None
     strict: bool = False
     # eager fallbacks write into a dead input where the in-place variant is the same kernel
@@ -101,13 +107,14 @@ def kernel_cache_dir() -> str:
     return os.environ.get(ENV_CACHE_DIR) or os.path.join(tempfile.gettempdir(), f"xpu_lite_kernels_{os.getuid()}")
 
 
-def resolve_ops(spec: Any, option: str) -> frozenset[torch._ops.OpOverload]:
-    """OpOverload / OpOverloadPacket / "aten.x" / "aten.x.overload" (or a list of them) -> overloads."""
-    if isinstance(spec, (str, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+def resolve_ops(spec: Any, option: str) -> frozenset[Op]:
+    """OpOverload / OpOverloadPacket / "aten.x" / "aten.x.overload" (or a list of them) -> overloads;
+    a higher-order operator of SELECTABLE_HIGHER_ORDER ("higher_order.flex_attention") -> itself."""
+    if isinstance(spec, (str, torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)):
         spec = [spec]
     if not isinstance(spec, (list, tuple, set, frozenset)):
         raise TypeError(f"xpu_lite: option {option!r} must be a list of ops, got {type(spec).__name__}")
-    ops: set[torch._ops.OpOverload] = set()
+    ops: set[Op] = set()
     for item in spec:
         if isinstance(item, torch._ops.OpOverload):
             if not compat.in_dispatcher(item):
@@ -116,14 +123,24 @@ def resolve_ops(spec: Any, option: str) -> frozenset[torch._ops.OpOverload]:
             ops.add(item)
         elif isinstance(item, torch._ops.OpOverloadPacket):
             ops.update(_dispatcher_overloads(item))
+        elif isinstance(item, torch._ops.HigherOrderOperator):
+            ops.add(_higher_order(item.name(), option))
         elif isinstance(item, str):
             ops.update(_ops_from_name(item, option))
         else:
             raise TypeError(
-                f"xpu_lite: option {option!r} takes OpOverload, OpOverloadPacket or str "
+                f"xpu_lite: option {option!r} takes OpOverload, OpOverloadPacket, a higher-order operator or str "
                 f"such as 'aten.add.Tensor'; got {type(item).__name__} {item!r}"
             )
     return frozenset(ops)
+
+
+def _higher_order(name: str, option: str) -> torch._ops.HigherOrderOperator:
+    if name not in SELECTABLE_HIGHER_ORDER:
+        raise ValueError(f"xpu_lite: option {option!r}: higher_order.{name} is not compiled as one op: the ops of its "
+                         f"subgraphs are selected as any others (name them); the higher-order operators it takes: "
+                         f"{', '.join(f'higher_order.{n}' for n in SELECTABLE_HIGHER_ORDER)}")
+    return getattr(torch.ops.higher_order, name)
 
 
 def _dispatcher_overloads(packet: torch._ops.OpOverloadPacket) -> list[torch._ops.OpOverload]:
@@ -144,10 +161,11 @@ def _all_op_names() -> tuple[str, ...]:
         base, _, overload = rest.partition(".")
         names.add(f"{ns}.{base}")
         names.add(f"{ns}.{base}.{overload or 'default'}")
+    names.update(f"higher_order.{name}" for name in SELECTABLE_HIGHER_ORDER)
     return tuple(sorted(names))
 
 
-def _ops_from_name(name: str, option: str) -> list[torch._ops.OpOverload]:
+def _ops_from_name(name: str, option: str) -> list[Op]:
     text = name.strip().removeprefix("torch.ops.").replace("::", ".")
     parts = text.split(".")
     packet = None
@@ -156,12 +174,15 @@ def _ops_from_name(name: str, option: str) -> list[torch._ops.OpOverload]:
             packet = getattr(getattr(torch.ops, parts[0]), parts[1])
         except (AttributeError, RuntimeError):
             packet = None
-    if packet is not None and len(parts) == 2:
+    if isinstance(packet, torch._ops.HigherOrderOperator) and len(parts) == 2:
+        return [_higher_order(parts[1], option)]
+    if isinstance(packet, torch._ops.OpOverloadPacket) and len(parts) == 2:
         return _dispatcher_overloads(packet)
-    if packet is not None and parts[2] in {op._overloadname for op in _dispatcher_overloads(packet)}:
+    if isinstance(packet, torch._ops.OpOverloadPacket) and parts[2] in {op._overloadname for op in _dispatcher_overloads(packet)}:
         return [getattr(packet, parts[2])]
     close = difflib.get_close_matches(text, _all_op_names(), n=5, cutoff=0.6)
-    if f"aten.{text}" in _all_op_names():  # 'add' for 'aten.add': the namespace left out
-        close = [f"aten.{text}", *(c for c in close if c != f"aten.{text}")][:5]
+    for namespace in ("aten", "higher_order"):  # 'add' for 'aten.add': the namespace left out
+        if f"{namespace}.{text}" in _all_op_names():
+            close = [f"{namespace}.{text}", *(c for c in close if c != f"{namespace}.{text}")][:5]
     hint = f"; closest matches: {', '.join(close)}" if close else ""
     raise ValueError(f"xpu_lite: option {option!r}: no operator named {name!r}{hint}")

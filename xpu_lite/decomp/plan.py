@@ -107,17 +107,34 @@ def build_plan(config: LiteConfig) -> DecompPlan:
     kept = dict(keep)
     kept.update({op: "keep_ops option" for op in config.keep_ops})
     preservable = frozenset(op for op in compat.preservable_cia_ops() - ALIASING_CIA if returns_tensors(op))
-    for op in config.keep_ops:  # (an out= or in-place overload never is in the functional graphs: moot)
+    kept_overloads = [op for op in config.keep_ops if isinstance(op, torch._ops.OpOverload)]  # not flex attention
+    for op in kept_overloads:  # (an out= or in-place overload never is in the functional graphs: moot)
         if compat.is_cia_op(op) and op not in preservable and not op._schema.is_mutable:
             raise ValueError(f"xpu_lite: keep_ops: {op} {_ALIASING if op in ALIASING_CIA else _NOT_TENSORS}")
     if config.lite:
         preserved = preservable
     else:  # default mode decomposes everything it can; keep_ops and our own decompositions need the override
-        preserved = frozenset(op for op in config.keep_ops if compat.is_cia_op(op))
+        preserved = frozenset(op for op in kept_overloads if compat.is_cia_op(op))
         preserved |= frozenset(op for op in preservable if own_decomposition(op) is not None)
     plan = DecompPlan(config=config, table={}, preserved_cia=preserved, kept=kept)
     plan.table.update({op: _gated(plan, op, fn) for op, fn in decompose.items() if op not in kept})
     return plan
+
+
+def mark_higher_order_compile_ops(gm: torch.fx.GraphModule, config: LiteConfig) -> int:
+    """Lite mode: annotate each node of Dynamo's graph that calls a higher-order op named in
+    compile_ops (flex attention), and the nodes of its subgraphs (score_mod, mask_mod), as a
+    region's, so that AOTAutograd traces them as it traces a region: the subgraphs' ops
+    decompose, and the op's aten node is selected. Returns how many calls."""
+    calls = [node for node in gm.graph.nodes if config.lite and node.op == "call_function"
+             and isinstance(node.target, torch._ops.HigherOrderOperator) and node.target in config.compile_ops]
+    for call in calls:
+        subgraphs = [getattr(gm, a.target) for a in tree_flatten((call.args, call.kwargs))[0]
+                     if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
+        for node in [call, *(n for sub in subgraphs if isinstance(sub, torch.fx.GraphModule) for n in sub.graph.nodes)]:
+            if REGION_KEY not in (node.meta.get("custom") or {}):
+                node.meta["custom"] = {**(node.meta.get("custom") or {}), REGION_KEY: COMPILE_OPS_TAG}
+    return len(calls)
 
 
 @contextlib.contextmanager
