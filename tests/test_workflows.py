@@ -131,8 +131,9 @@ def test_compiled_autograd(device: str, mode: str) -> None:
             _check(mode, [compiled(twin, x), *(p.grad for p in twin.parameters())],
                    [step(model, x), *(p.grad for p in model.parameters())])
     assert torch._dynamo.utils.counters["compiled_autograd"]["captures"] > 0
-    backward_graphs = [r for r in reports if r.kind == "inference"]  # compiled autograd's graphs
-    assert backward_graphs and all(r.decisions for r in backward_graphs)
+    backward_graphs = [r for r in reports if r.kind == "compiled_autograd"]
+    assert backward_graphs and all(r.decisions and r.name.endswith("_compiled_autograd") for r in backward_graphs)
+    assert xpu_lite.counters.forward_graphs == 1  # the step's forward; compiled autograd's graphs are backward ones
 
 
 def test_compiled_autograd_compiles_a_regions_backward(device: str) -> None:
@@ -156,7 +157,7 @@ def test_compiled_autograd_compiles_a_regions_backward(device: str) -> None:
         loss = _compile(step, "lite")(x, twin)
     expected = step(x, weight)
     torch.testing.assert_close([loss, twin.grad], [expected, weight.grad], rtol=RTOL, atol=ATOL)
-    [backward] = [r for r in reports if r.kind == "inference"]
+    [backward] = [r for r in reports if r.kind == "compiled_autograd"]
     kinds = {d.kind for d in backward.decisions if d.op in ("aten.cos.default", "aten.sum.dim_IntList")}
     assert kinds == {DecisionKind.KERNEL}, backward.decisions
     outside = [d for d in backward.decisions if d.reason and d.reason.kind == FallbackKind.OUTSIDE_REGION]

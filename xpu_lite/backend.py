@@ -84,7 +84,8 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
                     example_inputs,
                     fw_compiler=functools.partial(compiler, kind="forward"),
                     bw_compiler=functools.partial(compiler, kind="backward"),
-                    inference_compiler=functools.partial(compiler, kind="inference"),
+                    # a graph taking lists is compiled autograd's: a backward, traced as an inference graph
+                    inference_compiler=functools.partial(compiler, kind="inference" if module is None else "compiled_autograd"),
                     decompositions=plan.table,
                     keep_inference_input_mutations=True,
                 )

@@ -42,7 +42,7 @@ COUNTERS = Counters()
 @dataclasses.dataclass(frozen=True)
 class GraphReport:
     name: str  # "graph_0_forward"
-    kind: str  # forward | backward | inference
+    kind: str  # forward | backward | inference | compiled_autograd (the backward compiled autograd captures)
     mode: str
     decisions: tuple[Decision, ...]
     emitted: frozenset[str]
@@ -142,7 +142,7 @@ def capture() -> Iterator[list[GraphReport]]:
 
 def publish(report: GraphReport) -> None:
     COUNTERS.graphs_compiled += 1
-    COUNTERS.forward_graphs += report.kind != "backward" and not report.subgraph
+    COUNTERS.forward_graphs += report.kind in ("forward", "inference") and not report.subgraph
     COUNTERS.fallback_nodes += len(report.fallbacks)
     for sink in _capturing:
         sink.append(report)
