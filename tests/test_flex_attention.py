@@ -175,6 +175,23 @@ def test_flex_attention_visits_the_block_masks_nonempty_blocks(device: str) -> N
     torch.testing.assert_close(torch.compile(_masked, backend="xpu_lite")(q, k, v, full), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_flex_attention_compiled_with_dynamic_block_sizes_and_head_dims(device: str) -> None:
+    """`torch.compile(flex_attention, dynamic=True)`: the block mask's block sizes and the
+    head dims come as symbols; the kernel is compiled for their values, each guarded (as
+    Inductor's flex kernel guards them), so it still visits the listed blocks and another
+    block size or head dim compiles again: every result eager's."""
+    compiled = torch.compile(flex_attention, backend="xpu_lite", dynamic=True)
+    labels = []
+    for length, blocks, d in ((40, (16, 32), 16), (40, (32, 64), 16), (40, (32, 64), 24)):
+        q, k, v = (torch.randn(1, 2, length, d, device=device) for _ in range(3))
+        mask = create_block_mask(_windowed, None, None, length, length, device=device, BLOCK_SIZE=blocks)
+        with capture() as reports:
+            actual = compiled(q, k, v, block_mask=mask)
+        torch.testing.assert_close(actual, _masked(q, k, v, mask), rtol=1e-5, atol=1e-6)
+        labels += [row[4] for report in reports for row in report.rows() if row[3] == "template"]
+    assert len(labels) == 3 and all("nonempty key blocks only" in label for label in labels), labels
+
+
 def _attention_with(q, k, v, mask):
     out, aux = flex_attention(q, k, v, block_mask=mask, return_aux=AuxRequest(lse=True))
     return out, aux.lse

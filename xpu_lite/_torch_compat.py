@@ -568,6 +568,14 @@ def trace_contiguous(gm: torch.fx.GraphModule) -> None:
     FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
 
 
+def specialized_int(value: Any) -> Any:
+    """An int for a SymInt (the graph then guards on its value, as Inductor's
+    guard_int does: a call with another value compiles again); anything else as is."""
+    from torch.fx.experimental.symbolic_shapes import guard_int
+
+    return guard_int(value) if isinstance(value, torch.SymInt) else value
+
+
 def boxed_inputs(example_inputs: Iterable[Any]) -> bool:
     """Does the graph take a list (compiled autograd's graph takes its inputs as one list,
     which it clears as it goes)? AOTAutograd takes tensors, ints and opaque objects only."""

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
 from ..runtime import gpu_launch_options, load_kernel
@@ -104,9 +105,9 @@ class FlexAttentionKernel:
             raise NotTranslated("query, key and value must be 4-d float32, float16 or bfloat16 tensors")
         if len({v.dtype for v in vals}) != 1:
             raise NotTranslated(f"query, key and value of different dtypes ({', '.join(str(v.dtype) for v in vals)})")
-        d, dv = vals[0].shape[-1], vals[2].shape[-1]
-        if not isinstance(d, int) or not isinstance(dv, int):
-            raise NotTranslated("the head dims are symbolic (the kernel is compiled for its head dims)")
+        # the kernel is compiled for its head dims and block sizes: symbolic ones (dynamic=True)
+        # are specialized, a guard on each, as Inductor's flex kernel specializes them
+        d, dv = (compat.specialized_int(x) for x in (vals[0].shape[-1], vals[2].shape[-1]))
         self.__name__, self.dtype, self.device_type = name, vals[0].dtype, device_type
         self.buffers = [buffer_kind(b) for b in (*score_buffers, *mask_buffers)]
         score_sub, mask_sub = getattr(gm, score_mod.target), getattr(gm, block_mask[-1].target)
@@ -118,8 +119,9 @@ class FlexAttentionKernel:
         score_lines, score_out = score.run(score_sub, vals[0].device)
         mask_lines, mask_out = mask.run(mask_sub, vals[0].device)
         self.block_m, self.block_n = _BLOCKS[target_for(device_type)]
-        self.lists, self.sparsity = _block_lists(block_mask, self.block_m, self.block_n)
-        self.q_block, self.kv_block = block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]
+        self.q_block, self.kv_block = (compat.specialized_int(b.meta["val"] if isinstance(b, torch.fx.Node) else b)
+                                       for b in (block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]))
+        self.lists, self.sparsity = _block_lists(block_mask, self.q_block, self.kv_block, self.block_m, self.block_n)
         self.source = _source(name, d, dv, self.block_m, self.block_n, self.buffers, score_lines, score_out, mask_lines,
                               mask_out, TL_DTYPE[self.dtype], target_for(device_type),
                               (self.lists, self.q_block, self.kv_block))
@@ -186,12 +188,11 @@ _LIST_DIMS = {"KV_NUM": 3, "KV_IDX": 4, "FULL_NUM": 3, "FULL_IDX": 4}
 _NO_MASK_BLOCK = 1 << 30  # the block size of the mask flex_attention makes where it is given none
 
 
-def _block_lists(block_mask: tuple[Any, ...], block_m: int, block_n: int) -> tuple[tuple[str, ...], str]:
+def _block_lists(block_mask: tuple[Any, ...], q_block: Any, kv_block: Any, block_m: int, block_n: int) -> tuple[tuple[str, ...], str]:
     """The block mask's lists the kernel reads (("KV_NUM", "KV_IDX") and the full blocks'
     ("FULL_NUM", "FULL_IDX") where it has them), and what that means for the label. A
     program's query rows must lie in one of the mask's query blocks and the key blocks of
     the loop tile the mask's: otherwise it visits every key block."""
-    q_block, kv_block = block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]
     if isinstance(q_block, int) and q_block >= _NO_MASK_BLOCK:  # flex_attention's own, one block of all keys
         return (), "every key block (no block mask)"
     if not (isinstance(q_block, int) and isinstance(kv_block, int) and q_block % block_m == 0 and kv_block % block_n == 0):
