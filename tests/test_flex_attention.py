@@ -192,6 +192,23 @@ def test_flex_attention_compiled_with_dynamic_block_sizes_and_head_dims(device: 
     assert len(labels) == 3 and all("nonempty key blocks only" in label for label in labels), labels
 
 
+def test_flex_attention_kernel_options(device: str) -> None:
+    """kernel_options' BLOCK_M and BLOCK_N (powers of 2 from 16) size the kernel's blocks;
+    what it does not use is named in explain (BLOCK_M=24, num_warps, PRESCALE_QK=True)."""
+    q = torch.randn(1, 2, 70, 16, device=device)
+    mask = create_block_mask(_windowed, None, None, 70, 70, device=device, BLOCK_SIZE=(32, 64))
+    cases = [({"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 8}, "32 query rows per program, online softmax over 16-key blocks",
+              "kernel_options not used: num_warps=8)"),
+             ({"BLOCK_M": 24, "PRESCALE_QK": True}, "over 32-key blocks", "kernel_options not used: BLOCK_M=24, PRESCALE_QK=True)")]
+    for options, blocks, unused in cases:
+        torch._dynamo.reset()
+        with capture() as reports:
+            actual = torch.compile(lambda q: flex_attention(q, q, q, block_mask=mask, kernel_options=options), backend="xpu_lite")(q)
+        torch.testing.assert_close(actual, _masked(q, q, q, mask), rtol=1e-5, atol=1e-6)
+        [label] = [row[4] for report in reports for row in report.rows() if row[3] == "template"]
+        assert blocks in label and "nonempty key blocks only" in label and label.endswith(unused), label
+
+
 def _attention_with(q, k, v, mask):
     out, aux = flex_attention(q, k, v, block_mask=mask, return_aux=AuxRequest(lse=True))
     return out, aux.lse

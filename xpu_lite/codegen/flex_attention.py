@@ -99,7 +99,7 @@ class FlexAttentionKernel:
     template = "flex attention"  # partition.py: a Triton kernel of its own, not fused
 
     def __init__(self, name: str, node: torch.fx.Node, gm: torch.fx.GraphModule, device_type: str) -> None:
-        query, key, value, score_mod, block_mask, _, _, score_buffers, mask_buffers = node.args
+        query, key, value, score_mod, block_mask, _, kernel_options, score_buffers, mask_buffers = node.args
         vals = [a.meta.get("val") for a in (query, key, value)]
         if not all(isinstance(v, torch.Tensor) and v.dim() == 4 and v.dtype in _DTYPES for v in vals):
             raise NotTranslated("query, key and value must be 4-d float32, float16 or bfloat16 tensors")
@@ -118,7 +118,7 @@ class FlexAttentionKernel:
                            offset=n_score)
         score_lines, score_out = score.run(score_sub, vals[0].device)
         mask_lines, mask_out = mask.run(mask_sub, vals[0].device)
-        self.block_m, self.block_n = _BLOCKS[target_for(device_type)]
+        (self.block_m, self.block_n), unused = _blocks(kernel_options, target_for(device_type))
         self.q_block, self.kv_block = (compat.specialized_int(b.meta["val"] if isinstance(b, torch.fx.Node) else b)
                                        for b in (block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]))
         self.lists, self.sparsity = _block_lists(block_mask, self.q_block, self.kv_block, self.block_m, self.block_n)
@@ -137,8 +137,9 @@ class FlexAttentionKernel:
         COUNTERS.kernels_compiled += 1
         # as the wrapper launches its kernels (the options compile_ahead compiled it with)
         self.options = {} if device_type == "cpu" else gpu_launch_options(self.checks_bounds, device_type)
-        self.label = (f"{name} (flex attention: score_mod and mask_mod inlined, online softmax over {self.block_n}-key blocks, "
-                      f"{self.sparsity})")
+        self.label = (f"{name} (flex attention: score_mod and mask_mod inlined, {self.block_m} query rows per program, "
+                      f"online softmax over {self.block_n}-key blocks, {self.sparsity}"
+                      + (f"; kernel_options not used: {', '.join(unused)})" if unused else ")"))
 
     def _signature(self) -> dict[str, str]:
         pointer = f"*{SIGNATURE_DTYPE[self.dtype]}"
@@ -185,6 +186,22 @@ class FlexAttentionKernel:
 
 _INTS = ("M", "N", "HQ", "G", *(f"{t}{d}" for t in ("sq", "sk", "sv", "so") for d in range(4)))
 _LIST_DIMS = {"KV_NUM": 3, "KV_IDX": 4, "FULL_NUM": 3, "FULL_IDX": 4}
+# kernel_options flex_attention fills in, at their defaults; what the op returns (the kernel
+# computes both) and the backward's: nothing for the forward kernel to use
+_OPTION_DEFAULTS = {"BACKEND": "AUTO", "PRESCALE_QK": False, "ROWS_GUARANTEED_SAFE": False, "BLOCKS_ARE_CONTIGUOUS": False}
+_OPTIONS_MOOT = ("OUTPUT_LOGSUMEXP", "OUTPUT_MAX", "WRITE_DQ")
+
+
+def _blocks(kernel_options: Any, target: str) -> tuple[tuple[int, int], list[str]]:
+    """(BLOCK_M, BLOCK_N): kernel_options' where they are powers of 2 from 16 (tl.dot's
+    least), else the target's; and the options the kernel does not use, as `KEY=value`."""
+    blocks, unused = dict(zip(("BLOCK_M", "BLOCK_N"), _BLOCKS[target])), []
+    for key, value in (kernel_options or {}).items():
+        if key in blocks and type(value) is int and value >= 16 and value & (value - 1) == 0:
+            blocks[key] = value
+        elif key not in _OPTIONS_MOOT and not (key in _OPTION_DEFAULTS and _OPTION_DEFAULTS[key] == value):
+            unused.append(f"{key}={value!r}")
+    return (blocks["BLOCK_M"], blocks["BLOCK_N"]), unused
 _NO_MASK_BLOCK = 1 << 30  # the block size of the mask flex_attention makes where it is given none
 
 
