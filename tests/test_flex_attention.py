@@ -209,6 +209,38 @@ def test_flex_attention_kernel_options(device: str) -> None:
         assert blocks in label and "nonempty key blocks only" in label and label.endswith(unused), label
 
 
+@pytest.mark.parametrize("splits", [3, 5])
+def test_flex_attention_keys_split_among_programs(device: str, monkeypatch, splits: int) -> None:
+    """Flash decoding, forced (on a GPU split_keys picks it where few programs would run): each
+    of `splits` programs per row block takes a share of the keys (every block, or the
+    listed ones) and the combine kernel weighs their pieces. Eager's result, fully masked
+    rows included; 5 splits of 2 key blocks leave some with no keys."""
+    monkeypatch.setattr(flex_module, "split_keys", lambda device, programs, key_blocks: splits)
+    for fn, dtype in ((_causal, torch.float32), (_first_rows_masked, torch.bfloat16)):
+        torch._dynamo.reset()
+        xpu_lite.reset_counters()
+        attention = lambda q, k, v: _attention(fn, q, k, v)  # noqa: E731
+        _check_against_float64(torch.compile(attention, backend="xpu_lite"), attention, _inputs(device, dtype, 37))
+        assert xpu_lite.counters.kernel_launches >= 2  # the kernel and its combine
+    q, k, v = (torch.randn(1, 2, 96, 16, device=device) for _ in range(3))
+    mask = create_block_mask(_windowed, None, None, 96, 96, device=device, BLOCK_SIZE=(16, 32))
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(_masked, backend="xpu_lite")(q, k, v, mask), _masked(q, k, v, mask),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_split_keys_fills_the_gpu_only_where_programs_are_few(monkeypatch) -> None:
+    """1 on cpu; on a GPU of 132 multiprocessors: enough splits for two programs per
+    multiprocessor, at most 16, each of 4 key blocks or more; 1 where the programs fill it."""
+    monkeypatch.setattr(flex_module, "_multiprocessors", lambda device_type, index: 132)
+    gpu = torch.device("cuda")
+    assert flex_module.split_keys(torch.device("cpu"), 1, 1000) == 1
+    assert flex_module.split_keys(gpu, 32, 256) == 9  # one decoding row, 32 heads: 264 / 32 programs
+    assert flex_module.split_keys(gpu, 8, 1000) == 16
+    assert flex_module.split_keys(gpu, 32, 8) == 2  # 8 key blocks: 4 each
+    assert flex_module.split_keys(gpu, 1024, 256) == 1  # a prefill fills the GPU
+
+
 def _attention_with(q, k, v, mask):
     out, aux = flex_attention(q, k, v, block_mask=mask, return_aux=AuxRequest(lse=True))
     return out, aux.lse
@@ -256,8 +288,9 @@ def test_flex_attention_score_mod_it_cannot_inline_stays_eager(device: str, scor
 
 
 def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
-    """The gpu source of each score_mod's kernel, and of a windowed mask_mod's (its block
-    lists read), through Triton's cuda pipeline (sm_90), as load_kernel compiles it on a GPU."""
+    """The gpu source of each score_mod's kernel and its combine kernel, and of a windowed
+    mask_mod's (its block lists read), through Triton's cuda pipeline (sm_90), as
+    load_kernel compiles them on a GPU."""
     from xpu_lite import runtime
 
     from .test_gpu_codegen import _NO_CUDA_COMPILER, _cuda_target
@@ -268,7 +301,8 @@ def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
 
     def capture_source(name, source, device_type, signature, checks_bounds=False):
         sources.append((name, source, signature, checks_bounds))
-        raise flex_module.NotTranslated("captured for the cuda compile")  # the op then runs eagerly
+        if name.endswith("_combine"):  # loaded after the kernel: the op then runs eagerly
+            raise flex_module.NotTranslated("captured for the cuda compile")
 
     monkeypatch.setattr(flex_module, "target_for", lambda device_type: "gpu")
     monkeypatch.setattr(flex_module, "load_kernel", capture_source)
@@ -277,7 +311,7 @@ def test_flex_attention_kernel_compiles_for_cuda(monkeypatch) -> None:
             torch._dynamo.reset()
             torch.compile(lambda q, k, v: _attention(fn, q, k, v, window=window), backend="xpu_lite", dynamic=True)(
                 *_inputs("cpu", dtype, 20))
-    assert len(sources) == 2 * len(SCORE_MODS) + 2 and all("KV_IDX" in source for _, source, _, _ in sources[-2:])
+    assert len(sources) == 2 * (2 * len(SCORE_MODS) + 2) and all("KV_IDX" in source for _, source, _, _ in sources[-4:])
     for name, source, signature, checks_bounds in sources:
         jit = triton.jit(runtime.kernel_function(name, source))
         compiled = runtime.compile_ahead(jit, signature, _cuda_target(), checks_bounds=checks_bounds)

@@ -101,7 +101,7 @@ class Subgraph:
 
 
 # -- Triton kernels -------------------------------------------------------------------
-_KERNELS: dict[tuple[str, str], Any] = {}
+_KERNELS: dict[tuple[str, str, str], Any] = {}
 _CPU_BLOCKS = tuple(1 << k for k in range(4, 17))  # 16 .. 65536: the interpreter costs ~1 ms per program
 _GPU_BLOCKS = (128, 256, 512, 1024)
 
@@ -240,7 +240,7 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
     kernel asserts (ir.Kernel.checks_bounds), so it is compiled with Triton's debug on;
     `ordered`: a reduction launched with RBLOCK 1 (ir.Kernel.ordered), compiled so."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    key = (digest, device_type)
+    key = (digest, name, device_type)  # a source may hold several kernels (flex attention's and its combine)
     if key in _KERNELS:
         return _KERNELS[key]
     if device_type == "cpu" and _RUNTIME_LOOP.search(source):

@@ -22,10 +22,13 @@ the sums). Half precision as eager: the scores float32 (a dot in the input dtype
 accumulating in float32 on a GPU: the products are exact), the probabilities rounded to
 the input dtype for their product with the values (unnormalized here, normalized in
 eager: within the dtype's rounding of eager's, not bitwise). The backward
-(`flex_attention_backward`) stays eager's. The source: codegen/flex_source.py.
+(`flex_attention_backward`) stays eager's. On a GPU, where the programs would be few
+(decoding), the keys of a row block are split among several (split_keys) and a second
+kernel combines their pieces. The source: codegen/flex_source.py.
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import warnings
@@ -38,7 +41,7 @@ from .. import _torch_compat as compat
 from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
 from ..runtime import gpu_launch_options, load_kernel
-from .flex_source import INTS, LIST_DIMS, kernel_source
+from .flex_source import COMBINE_PARAMS, INTS, LIST_DIMS, kernel_source
 from .flex_subgraphs import NotTranslated, Translator, buffer_kind
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, target_for
 
@@ -126,8 +129,12 @@ class FlexAttentionKernel:
                               mask_out, TL_DTYPE[self.dtype], target_for(device_type),
                               (self.lists, self.q_block, self.kv_block))
         self.checks_bounds = score.indexes or mask.indexes
+        self.dvpad = max(16, 1 << (dv - 1).bit_length())
         try:
             self.kernel = load_kernel(name, self.source, device_type, self._signature(), self.checks_bounds)
+            combine = {p: "*fp32" if p in ("WS", "LSE", "MAXS") else "i64" for p in COMBINE_PARAMS}
+            self.combine = load_kernel(f"{name}_combine", self.source, device_type,
+                                       {**combine, "OUT": f"*{SIGNATURE_DTYPE[self.dtype]}"})
         except NotTranslated:
             raise
         except Exception as exc:  # noqa: BLE001  (generated code that does not compile: eager's op, said so)
@@ -143,7 +150,7 @@ class FlexAttentionKernel:
 
     def _signature(self) -> dict[str, str]:
         pointer = f"*{SIGNATURE_DTYPE[self.dtype]}"
-        signature = {"Q": pointer, "K": pointer, "V": pointer, "OUT": pointer, "LSE": "*fp32", "MAXS": "*fp32"}
+        signature = {"Q": pointer, "K": pointer, "V": pointer, "OUT": pointer, "LSE": "*fp32", "MAXS": "*fp32", "WS": "*fp32"}
         for j, (kind, dtype, ndim) in enumerate(self.buffers):
             if kind == "tensor":
                 signature[f"buf{j}"] = f"*{SIGNATURE_DTYPE[dtype]}"
@@ -153,7 +160,7 @@ class FlexAttentionKernel:
         for name in self.lists:
             signature[name] = "*i32"
             signature.update({f"{name}_stride{d}": "i64" for d in range(LIST_DIMS[name])})
-        signature.update({name: "i64" for name in INTS})
+        signature.update({name: "i64" for name in (*INTS, "SPLITS")})
         signature["SCALE"] = "fp32"
         return signature
 
@@ -178,9 +185,17 @@ class FlexAttentionKernel:
         ints = [rows, key.size(2), heads, heads // key.size(1), *query.stride(),
                 *(0 if shared and d == 0 else s for d, s in enumerate(key.stride())),
                 *(0 if shared and d == 0 else s for d, s in enumerate(value.stride())), *out.stride()]
-        grid = ((rows + self.block_m - 1) // self.block_m, batch * heads)
-        self.kernel[grid](query, key, value, out, lse, maxs, *buffers, *lists, *ints, float(scale), **self.options)
+        row_blocks = (rows + self.block_m - 1) // self.block_m
+        splits = split_keys(query.device, row_blocks * batch * heads, -(-key.size(2) // self.block_n))
+        workspace = torch.empty(batch * heads * splits * rows * (self.dvpad + 2) if splits > 1 else 1, dtype=torch.float32,
+                                device=query.device)
+        self.kernel[(row_blocks, batch * heads, splits)](query, key, value, out, lse, maxs, workspace, *buffers, *lists, *ints,
+                                                          splits, float(scale), **self.options)
         COUNTERS.kernel_launches += 1
+        if splits > 1:
+            self.combine[(row_blocks, batch * heads)](workspace, out, lse, maxs, rows, heads, splits, *out.stride(),
+                                                       **self.options)
+            COUNTERS.kernel_launches += 1
         return out, lse, maxs
 
 
@@ -188,6 +203,24 @@ class FlexAttentionKernel:
 # computes both) and the backward's: nothing for the forward kernel to use
 _OPTION_DEFAULTS = {"BACKEND": "AUTO", "PRESCALE_QK": False, "ROWS_GUARANTEED_SAFE": False, "BLOCKS_ARE_CONTIGUOUS": False}
 _OPTIONS_MOOT = ("OUTPUT_LOGSUMEXP", "OUTPUT_MAX", "WRITE_DQ")
+
+
+def split_keys(device: torch.device, programs: int, key_blocks: int) -> int:
+    """How many programs share a row block's keys. On a GPU, where the programs of the row
+    blocks, batches and heads would leave most of its multiprocessors idle (decoding: one
+    query row per head), up to 16, each with 4 key blocks or more: flash decoding, the
+    combine kernel weighs their pieces. On cpu 1 (the interpreter runs programs in turn)."""
+    if device.type == "cpu":
+        return 1
+    wanted = -(-2 * _multiprocessors(device.type, device.index) // programs)
+    return max(1, min(wanted, key_blocks // 4, 16))
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device_type: str, index: int | None) -> int:
+    if device_type == "xpu":
+        return torch.xpu.get_device_properties(index).gpu_subslice_count
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def _blocks(kernel_options: Any, target: str) -> tuple[tuple[int, int], list[str]]:
