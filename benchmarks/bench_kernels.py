@@ -69,6 +69,18 @@ def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     return flex(q, k, v, score_mod=_softcap_causal)
 
 
+def _softcap(score, b, h, q_idx, kv_idx):
+    return 30 * torch.tanh(score / 30)
+
+
+def flex_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """One query row against a long cache, soft-capped: decoding's flex attention (on a GPU
+    xpu_lite splits the keys among programs, and Inductor has a decoding kernel)."""
+    from torch.nn.attention.flex_attention import flex_attention as flex
+
+    return flex(q, k, v, score_mod=_softcap)
+
+
 def _window(b, h, q_idx, kv_idx):
     return (kv_idx <= q_idx) & (q_idx - kv_idx < 256)
 
@@ -135,6 +147,7 @@ def main() -> int:
     gpu = device.type != "cpu"
     torch.set_grad_enabled(False)
     scale = 1024 if gpu else 1
+    dtype = torch.bfloat16 if gpu else torch.float32  # flex decode's
     batch = 1024 if gpu else 4  # view-heavy: 0.4M to 3M elements on a GPU (not launch-bound)
     cases = [
         ("50-op pointwise", pointwise_chain, [(torch.randn(n * scale, device=device),) for n in (1000, 3000, 10000, 30000)]),
@@ -150,6 +163,10 @@ def main() -> int:
                                                               dtype=torch.bfloat16 if gpu else torch.float32) for _ in range(3))
                                             for m in (1, 2, 3, 4)]),
         ("flex window", flex_window, _window_inputs(device, gpu)),
+        ("flex decode", flex_decode, [(torch.randn(*((4, 16, 1, 64) if gpu else (1, 2, 1, 16)), device=device, dtype=dtype),
+                                          *(torch.randn(*((4, 16, 2048 * m, 64) if gpu else (1, 2, 64 * m, 16)), device=device,
+                                                        dtype=dtype) for _ in range(2)))
+                                         for m in (1, 2, 3, 4)]),
     ]
     cases = [case for case in cases if args.only is None or args.only in case[0]]
     backends = [("aot_eager", None), ("xpu_lite", None)] + ([] if args.no_inductor else [("inductor", None)])
