@@ -41,7 +41,7 @@ from .. import _torch_compat as compat
 from ..lowering.decisions import FLEX_REJECTED as REJECTED
 from ..report import COUNTERS
 from ..runtime import gpu_launch_options, load_kernel
-from .flex_source import COMBINE_PARAMS, INTS, LIST_DIMS, kernel_source
+from .flex_source import COMBINE_PARAMS, INTS, LIST_DIMS, kernel_source, padded
 from .flex_subgraphs import NotTranslated, Translator, buffer_kind
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, target_for
 
@@ -108,9 +108,6 @@ class FlexAttentionKernel:
             raise NotTranslated("query, key and value must be 4-d float32, float16 or bfloat16 tensors")
         if len({v.dtype for v in vals}) != 1:
             raise NotTranslated(f"query, key and value of different dtypes ({', '.join(str(v.dtype) for v in vals)})")
-        # the kernel is compiled for its head dims and block sizes: symbolic ones (dynamic=True)
-        # are specialized, a guard on each, as Inductor's flex kernel specializes them
-        d, dv = (compat.specialized_int(x) for x in (vals[0].shape[-1], vals[2].shape[-1]))
         self.__name__, self.dtype, self.device_type = name, vals[0].dtype, device_type
         self.buffers = [buffer_kind(b) for b in (*score_buffers, *mask_buffers)]
         score_sub, mask_sub = getattr(gm, score_mod.target), getattr(gm, block_mask[-1].target)
@@ -122,19 +119,19 @@ class FlexAttentionKernel:
         score_lines, score_out = score.run(score_sub, vals[0].device)
         mask_lines, mask_out = mask.run(mask_sub, vals[0].device)
         (self.block_m, self.block_n), unused = _blocks(kernel_options, target_for(device_type))
+        # the kernel is compiled for its head dims and block sizes: symbolic ones (dynamic=True)
+        # are specialized, a guard on each, as Inductor's flex kernel specializes them
+        d, dv = (compat.specialized_int(x) for x in (vals[0].shape[-1], vals[2].shape[-1]))
         self.q_block, self.kv_block = (compat.specialized_int(b.meta["val"] if isinstance(b, torch.fx.Node) else b)
                                        for b in (block_mask[_Q_BLOCK], block_mask[_KV_BLOCK]))
         self.lists, self.sparsity = _block_lists(block_mask, self.q_block, self.kv_block, self.block_m, self.block_n)
         self.source = kernel_source(name, d, dv, self.block_m, self.block_n, self.buffers, score_lines, score_out, mask_lines,
-                              mask_out, TL_DTYPE[self.dtype], target_for(device_type),
-                              (self.lists, self.q_block, self.kv_block))
+                                    mask_out, TL_DTYPE[self.dtype], target_for(device_type), (self.lists, self.q_block, self.kv_block))
         self.checks_bounds = score.indexes or mask.indexes
-        self.dvpad = max(16, 1 << (dv - 1).bit_length())
+        self.dvpad = padded(dv)
         try:
             self.kernel = load_kernel(name, self.source, device_type, self._signature(), self.checks_bounds)
-            combine = {p: "*fp32" if p in ("WS", "LSE", "MAXS") else "i64" for p in COMBINE_PARAMS}
-            self.combine = load_kernel(f"{name}_combine", self.source, device_type,
-                                       {**combine, "OUT": f"*{SIGNATURE_DTYPE[self.dtype]}"})
+            self.combine = load_kernel(f"{name}_combine", self.source, device_type, self._combine_signature())
         except NotTranslated:
             raise
         except Exception as exc:  # noqa: BLE001  (generated code that does not compile: eager's op, said so)
@@ -147,6 +144,10 @@ class FlexAttentionKernel:
         self.label = (f"{name} (flex attention: score_mod and mask_mod inlined, {self.block_m} query rows per program, "
                       f"online softmax over {self.block_n}-key blocks, {self.sparsity}"
                       + (f"; kernel_options not used: {', '.join(unused)})" if unused else ")"))
+
+    def _combine_signature(self) -> dict[str, str]:
+        floats = {"WS": "*fp32", "LSE": "*fp32", "MAXS": "*fp32", "OUT": f"*{SIGNATURE_DTYPE[self.dtype]}"}
+        return {p: floats.get(p, "i64") for p in COMBINE_PARAMS}
 
     def _signature(self) -> dict[str, str]:
         pointer = f"*{SIGNATURE_DTYPE[self.dtype]}"

@@ -46,11 +46,16 @@ def _key_loop(sparse: tuple[tuple[str, ...], Any, Any], block_m: int, block_n: i
     return lines
 
 
+def padded(dim: int) -> int:
+    """A head dim as the kernel's blocks hold it: the next power of 2, at least 16 (tl.dot's)."""
+    return max(16, 1 << (dim - 1).bit_length())
+
+
 def kernel_source(name: str, d: int, dv: int, block_m: int, block_n: int, buffers: list[tuple[str, Any, int]],
-            score_lines: list[str], score_out: str, mask_lines: list[str], mask_out: str, dt: str, target: str,
-            sparse: tuple[tuple[str, ...], Any, Any]) -> str:
+                  score_lines: list[str], score_out: str, mask_lines: list[str], mask_out: str, dt: str, target: str,
+                  sparse: tuple[tuple[str, ...], Any, Any]) -> str:
     """sparse: (the block lists read, the block mask's query and key block sizes)."""
-    dpad, dvpad = (max(16, 1 << (x - 1).bit_length()) for x in (d, dv))
+    dpad, dvpad = padded(d), padded(dv)
     params = ["Q", "K", "V", "OUT", "LSE", "MAXS", "WS"]
     for j, (kind, _, ndim) in enumerate(buffers):
         params.append(f"buf{j}")
@@ -74,6 +79,7 @@ def kernel_source(name: str, d: int, dv: int, block_m: int, block_n: int, buffer
         probabilities = f"p.to({dt})"  # to nearest even (cvt.rn)
     else:  # the interpreter's cast to bfloat16 truncates: the math table's rounding
         probabilities = math_table(target)[f"round_{dt.removeprefix('tl.')}"].format("p")
+
     def step(masked: bool) -> list[str]:  # one block of keys
         return [
             f"    n = start + tl.arange(0, {block_n})[None, :]",
