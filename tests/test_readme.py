@@ -73,7 +73,7 @@ def test_every_python_block_is_covered() -> None:
     covered = ["y = cm(x)", '"compile_ops"', "compile_with_inductor", "torch.softmax", "report.summary()",
                "torch.nonzero(x)", "args.clear()", 'getLogger("xpu_lite")', "torch.cat([x, y], dim=-1).relu()",
                "F.embedding(i, w) * 2.0", "F.embedding(i, w).sum()", "F.max_pool2d(x, 3, 2, 1, return_indices=True)",
-               "F.adaptive_max_pool2d(x, (3, 4)", 'F.grid_sample(x, grid, mode="bilinear"']
+               "F.adaptive_max_pool2d(x, (3, 4)", 'F.grid_sample(x, grid, mode="bilinear"', "def sliding_window("]
     assert len(BLOCKS) == len(covered), "a python block was added to README.md or docs/: test it here"
     for marker in covered:
         block(marker)
@@ -145,6 +145,15 @@ def test_adaptive_pooling_example() -> None:
 def test_grid_sample_example() -> None:
     run(block('F.grid_sample(x, grid, mode="bilinear"'))  # its asserts: close to eager, one kernel, no eager call
     assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.kernels_compiled == 1
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")  # the example's eager reference
+def test_flex_attention_example() -> None:
+    pytest.importorskip("triton")
+    ns = run(block("def sliding_window("))  # its asserts: eager's result, the listed blocks only
+    mask = ns["mask"]
+    listed = mask.kv_num_blocks.sum() + mask.full_kv_num_blocks.sum()
+    assert (listed.item(), mask.kv_indices.shape[-1] ** 2) == (3, 4)  # the comment's "3 of 4 blocks"
 
 
 def test_lookups_example(capsys: pytest.CaptureFixture[str]) -> None:
