@@ -188,8 +188,9 @@ class FlexAttentionKernel:
                 *(0 if shared and d == 0 else s for d, s in enumerate(value.stride())), *out.stride()]
         row_blocks = (rows + self.block_m - 1) // self.block_m
         splits = split_keys(query.device, row_blocks * batch * heads, -(-key.size(2) // self.block_n))
-        workspace = torch.empty(batch * heads * splits * rows * (self.dvpad + 2) if splits > 1 else 1, dtype=torch.float32,
-                                device=query.device)
+        # one split writes no pieces: any float32 pointer will do (the output's lse)
+        workspace = lse if splits == 1 else torch.empty(batch * heads * splits * rows * (self.dvpad + 2), dtype=torch.float32,
+                                                        device=query.device)
         self.kernel[(row_blocks, batch * heads, splits)](query, key, value, out, lse, maxs, workspace, *buffers, *lists, *ints,
                                                           splits, float(scale), **self.options)
         COUNTERS.kernel_launches += 1
