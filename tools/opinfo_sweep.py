@@ -72,7 +72,9 @@ KNOWN_TRAINING["prod"] = ("Tensor-likes are not", "prod_backward takes its zero-
 KNOWN_AUTOCAST = {
     "nn.functional.bilinear": "_trilinear's kernel calls its products through the dispatcher, which autocast "
                               "casts in eager; the graph runs it with autocast off",
-    "linalg.matrix_power": "its gradient under autocast (aot_eager's too)",
+    "linalg.matrix_power": "its gradient: eager's autocast caches the half-precision copy of a leaf that requires grad, so "
+                           "x @ x's two gradients are summed in half precision before the cast back; a trace runs with "
+                           "that cache off, casts x twice and sums in float32 (aot_eager alike)",
     "linalg.pinv": "its kernel's matmuls are autocast in eager: float32 result, eager's the autocast dtype",
     "linalg.pinv.hermitian": "an empty batch's result is float32, eager's the autocast dtype",
 }
