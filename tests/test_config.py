@@ -97,6 +97,12 @@ def test_flex_attention_is_the_higher_order_op_the_options_take() -> None:
         parse_config("lite", {"keep_ops": ["higher_order.while_loop"]})
     with pytest.raises(ValueError, match=r"no operator named 'flex_attention'; closest matches: higher_order\.flex_attention"):
         parse_config("lite", {"compile_ops": ["flex_attention"]})
+    with pytest.raises(ValueError, match=r"^xpu_lite: higher_order\.flex_attention is in both 'compile_ops' and 'keep_ops'"):
+        parse_config("lite", {"compile_ops": [flex], "keep_ops": ["higher_order.flex_attention"]})
+    from xpu_lite.decomp import build_plan
+
+    summary = build_plan(parse_config("lite", {"compile_ops": [flex], "keep_ops": ["aten.gelu.default"]})).summary()
+    assert "compile_ops: ['higher_order.flex_attention']" in summary and "  aten.gelu.default: keep_ops option" in summary
 
 
 def test_op_cannot_be_compiled_and_kept() -> None:

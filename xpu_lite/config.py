@@ -32,6 +32,11 @@ SELECTABLE_HIGHER_ORDER: tuple[str, ...] = ("flex_attention",)
 Op = torch._ops.OpOverload | torch._ops.HigherOrderOperator
 
 
+def op_name(op: Any) -> str:
+    """How an op of the lists prints: `aten.gelu.default`, `higher_order.flex_attention`."""
+    return f"higher_order.{op.name()}" if isinstance(op, torch._ops.HigherOrderOperator) else str(op)
+
+
 @dataclasses.dataclass(frozen=True)
 class LiteConfig:
     """Everything the pipeline needs to know about what the user asked for."""
@@ -82,7 +87,7 @@ def parse_config(mode: str | None = None, options: dict[str, Any] | None = None)
     keep_ops = resolve_ops(options.get("keep_ops", ()), "keep_ops")
     both = compile_ops & keep_ops
     if both:
-        names = ", ".join(sorted(str(op) for op in both))
+        names = ", ".join(sorted(op_name(op) for op in both))
         raise ValueError(f"xpu_lite: {names} is in both 'compile_ops' and 'keep_ops'; an op is either compiled or kept, not both")
     return LiteConfig(
         lite=mode == "lite",

@@ -20,7 +20,7 @@ import torch.fx.traceback as fx_traceback
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .. import _torch_compat as compat
-from ..config import LiteConfig
+from ..config import LiteConfig, op_name
 from .cudnn import eager_cudnn_batch_norm
 from .derivatives import EAGER_CIA_BODIES, eager_derivatives
 from .normalization import statistics_fake_rules
@@ -83,10 +83,10 @@ class DecompPlan:
             f"mode: {self.config.mode}",
             f"decomposed inside regions: {len(self.table)} ops (core ATen decompositions)",
             f"CompositeImplicitAutograd ops preserved when not selected: {len(self.preserved_cia)}",
-            f"compile_ops: {sorted(map(str, self.config.compile_ops))}",
+            f"compile_ops: {sorted(map(op_name, self.config.compile_ops))}",
             "kept (never decomposed):",
         ]
-        lines += [f"  {op}: {why}" for op, why in sorted(self.kept.items(), key=lambda kv: str(kv[0]))]
+        lines += [f"  {op_name(op)}: {why}" for op, why in sorted(self.kept.items(), key=lambda kv: op_name(kv[0]))]
         return "\n".join(lines)
 
 
