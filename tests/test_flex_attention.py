@@ -47,8 +47,7 @@ def _chunked(score, b, h, q, kv):  # chunked attention (q // 8 == kv // 8), a re
 SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked, _chunked)}
 
 
-def _attention(score_mod, q, k, v, gqa=False, window=None):
-    mask = None
+def _attention(score_mod, q, k, v, gqa=False, window=None, mask=None):
     if window is not None:  # mask_mod through a block mask
         mask = create_block_mask(lambda b, h, qi, ki: (ki <= qi) & (qi - ki < window), None, None, q.shape[2], k.shape[2],
                                  device=q.device.type)
@@ -149,8 +148,8 @@ def test_flex_attention_visits_the_block_masks_nonempty_blocks(device: str) -> N
     for name, (mask, visits) in cases.items():
         torch._dynamo.reset()
         with capture() as reports:
-            _check_against_float64(lambda *t: torch.compile(_attention_with, backend="xpu_lite")(*t, mask),
-                                   lambda *t: _attention_with(*t, mask), [q, k, v])
+            _check_against_float64(lambda *t: torch.compile(_attention, backend="xpu_lite")(None, *t, mask=mask),
+                                   lambda *t: _attention(None, *t, mask=mask), [q, k, v])
         [label] = [row[4] for report in reports for row in report.rows() if row[3] == "template"]
         assert visits in label, (name, label)
     # query block 3 (rows 48-63) lists no key block; the others one each
@@ -239,11 +238,6 @@ def test_split_keys_fills_the_gpu_only_where_programs_are_few(monkeypatch) -> No
     assert flex_module.split_keys(gpu, 8, 1000) == 16
     assert flex_module.split_keys(gpu, 32, 8) == 2  # 8 key blocks: 4 each
     assert flex_module.split_keys(gpu, 1024, 256) == 1  # a prefill fills the GPU
-
-
-def _attention_with(q, k, v, mask):
-    out, aux = flex_attention(q, k, v, block_mask=mask, return_aux=AuxRequest(lse=True))
-    return out, aux.lse
 
 
 def test_flex_attention_named_in_compile_ops_or_keep_ops(device: str) -> None:

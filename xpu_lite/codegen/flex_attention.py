@@ -141,6 +141,7 @@ class FlexAttentionKernel:
         COUNTERS.kernels_compiled += 1
         # as the wrapper launches its kernels (the options compile_ahead compiled it with)
         self.options = {} if device_type == "cpu" else gpu_launch_options(self.checks_bounds, device_type)
+        self.combine_options = {} if device_type == "cpu" else gpu_launch_options(False, device_type)  # it asserts nothing
         self.label = (f"{name} (flex attention: score_mod and mask_mod inlined, {self.block_m} query rows per program, "
                       f"online softmax over {self.block_n}-key blocks, {self.sparsity}"
                       + (f"; kernel_options not used: {', '.join(unused)})" if unused else ")"))
@@ -196,7 +197,7 @@ class FlexAttentionKernel:
         COUNTERS.kernel_launches += 1
         if splits > 1:
             self.combine[(row_blocks, batch * heads)](workspace, out, lse, maxs, rows, heads, splits, *out.stride(),
-                                                       **self.options)
+                                                       **self.combine_options)
             COUNTERS.kernel_launches += 1
         return out, lse, maxs
 
