@@ -44,7 +44,13 @@ def _chunked(score, b, h, q, kv):  # chunked attention (q // 8 == kv // 8), a re
     return torch.where(keep, score - torch.clamp(q - kv, min=0, max=5) * 0.1, -float("inf"))
 
 
-SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked, _chunked)}
+def _functions(score, b, h, q, kv):  # float functions of the score, of indices and of the head (a scalar); powers
+    bias = torch.log1p((q - kv).abs()) + torch.sign(q - kv) * torch.atan2(h + 1.0, score) + ((q - kv) ** 2) * 1e-3
+    return torch.sin(score) + torch.erf(score) * torch.exp2(-score.abs()) + score.abs() ** 1.7 + torch.floor(score * 3) - bias
+
+
+SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked, _chunked,
+                                                   _functions)}
 
 
 def _attention(score_mod, q, k, v, gqa=False, window=None, mask=None):
@@ -263,11 +269,12 @@ def test_flex_attention_named_in_compile_ops_or_keep_ops(device: str) -> None:
 
 
 @pytest.mark.parametrize("score_mod, why", [
-    (lambda score, b, h, q, kv: score + torch.sin(score),
-     "its subgraph calls aten.sin.default, which the flex attention kernel does not inline"),
+    (lambda score, b, h, q, kv: score + torch.special.bessel_j0(score),
+     "its subgraph calls aten.special_bessel_j0.default, which the flex attention kernel does not inline"),
+    (lambda score, b, h, q, kv: score - ((q - kv) ** 3) * 1e-3, "an integer power 3 (of ints, squares are inlined)"),
     (lambda score, b, h, q, kv: score + _BIAS.to(score.device)[h][(q - kv).abs()],  # a row, then an element of it
      "it indexes something other than one element of a captured tensor"),
-], ids=["sin", "row_of_a_captured_tensor"])
+], ids=["bessel_j0", "cube_of_an_int", "row_of_a_captured_tensor"])
 def test_flex_attention_score_mod_it_cannot_inline_stays_eager(device: str, score_mod, why: str) -> None:
     """What the kernel does not inline keeps eager's op, bitwise, with the reason."""
     def attention(q, k, v):

@@ -10,10 +10,13 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..lowering.pointwise import POW_SPECIAL
+from .mathfns import Steps
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, math_text
 
 aten = torch.ops.aten
 
+_ROUNDING = ("floor", "ceil", "trunc", "round")  # of an int: the int itself, as eager's
 # aten op of a score_mod / mask_mod subgraph -> the math table's entry
 _MATH = {
     aten.add.Tensor: "add", aten.sub.Tensor: "sub", aten.mul.Tensor: "mul", aten.div.Tensor: "truediv",
@@ -24,7 +27,16 @@ _MATH = {
     aten.logical_not.default: "logical_not", aten.bitwise_and.Tensor: "bitwise_and", aten.bitwise_or.Tensor: "bitwise_or",
     **{getattr(aten, cmp).Tensor: cmp for cmp in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{getattr(aten, cmp).Scalar: cmp for cmp in ("eq", "ne", "lt", "le", "gt", "ge")},
+    # float functions (of the score, or of indices: an int operand widened to float32 first)
+    **{getattr(aten, fn).default: fn for fn in (
+        "exp2", "expm1", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+        "acosh", "atanh", "erf", "erfc", "erfinv", "lgamma", "digamma", "reciprocal", "silu")},
+    **{getattr(aten, fn).default: fn for fn in _ROUNDING},
+    aten.relu.default: "relu", aten.sign.default: "sign", aten.isnan.default: "isnan", aten.isinf.default: "isinf",
+    aten.bitwise_xor.Tensor: "bitwise_xor", aten.bitwise_not.default: "bitwise_not",
+    aten.atan2.default: "atan2",
 }
+_POWERS = (aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)
 _CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)
 
 
@@ -84,8 +96,11 @@ class Translator:
             expr = f"{self._operand(node.args[0], env)}.to({TL_DTYPE[_computed(dtype)]})"
         elif target is aten.index.Tensor:
             expr = self._index(node, env)
+        elif target in _POWERS and not node.kwargs:
+            expr = self._pow(name, node, env, dtype)
         elif (target in _MATH or target is aten.neg.default) and not node.kwargs:
             entry = _MATH.get(target) or ("fneg" if dtype.is_floating_point else "neg")
+            entry = "identity" if entry in _ROUNDING and not dtype.is_floating_point else entry
             expr = self._math(name, entry, [self._operand(a, env) for a in node.args], node.args, dtype,
                               target is aten.where.self)
         elif target is aten.clamp.default and not node.kwargs:  # clamp(x, min, max): either bound may be None
@@ -112,9 +127,27 @@ class Translator:
         if dtype.is_floating_point:
             args = [f"{a}.to(tl.float32)" if isinstance(v, torch.fx.Node) and i >= where else a
                     for i, (a, v) in enumerate(zip(args, values))]
+        if dtype.is_floating_point and isinstance(self.table[entry_name], Steps):
+            # its steps may read an operand's bits, which a scalar (a literal, or of b and h) has not: a [1, 1] block
+            args = [f"({a} * tl.full([1, 1], 1.0, tl.float32))" if isinstance(v, torch.fx.Node)
+                    else f"tl.full([1, 1], {a}, tl.float32)" for a, v in zip(args, values)]
         steps, text = math_text(entry_name, args, _computed(dtype), self.table, name)
         self.lines += steps
         return text
+
+    def _pow(self, name: str, node: torch.fx.Node, env: dict[torch.fx.Node, str], dtype: torch.dtype) -> str:
+        """x ** y: eager's exact forms for a literal exponent 2, 0.5, -0.5, -1, 1 or 0
+        (pointwise.POW_SPECIAL), the composition otherwise (a float's); of an int, only
+        those exact forms that stay ints."""
+        x, exponent = node.args
+        literal_exponent = isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
+        entry = POW_SPECIAL.get(exponent) if literal_exponent else None
+        if not dtype.is_floating_point and entry not in ("square", "identity", "one"):
+            raise NotTranslated(f"an integer power {exponent if literal_exponent else 'of a tensor'} "
+                                "(of ints, squares are inlined)")
+        if entry is not None:
+            return self._math(name, entry, [self._operand(x, env)], (x,), dtype)
+        return self._math(name, "pow", [self._operand(x, env), self._operand(exponent, env)], node.args, dtype)
 
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args

@@ -319,7 +319,7 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (value,), node, cdt)
 
 
-_POW_SPECIAL = {2: "square", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
+POW_SPECIAL = {2: "square", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
 
 
 def _pow_by_products(b: Any, node: torch.fx.Node, x: Any, exponent: float) -> int:
@@ -343,8 +343,8 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     cdt, held = _out_cdt(node), scalar_dtype(node)
     if held is not None and not isinstance(exponent, Ref):  # eager's exponent in the dtype, before the exact forms
         exponent = held_value(float(exponent), held)
-    if not isinstance(exponent, Ref) and exponent in _POW_SPECIAL:
-        return b.compute(_POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
+    if not isinstance(exponent, Ref) and exponent in POW_SPECIAL:
+        return b.compute(POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
     if not isinstance(exponent, Ref) and exponent in (3, -2) and isinstance(x, Ref):
         return _pow_by_products(b, node, x, exponent)
     # the composition reads the base's sign bit and combines tests of both operands: blocks
