@@ -329,6 +329,45 @@ def test_batch_norm_is_kernels_with_running_stats(device: str, norm: str, traini
     assert len(writebacks) == (3 if training and norm == "batch_norm" else 0), writebacks
 
 
+class _MovingAverage(torch.nn.Module):
+    """A user's own running mean of its output's rows (a teacher's centre, say)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("centre", torch.zeros(8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        with torch.no_grad():
+            self.centre.mul_(0.9).add_(y.mean(0), alpha=0.1)
+        return y
+
+
+def test_a_moving_average_of_a_reduction_is_one_kernel_storing_in_place(device: str) -> None:
+    """`buf.mul_(0.9).add_(y.mean(0), alpha=0.1)`: the decay comes first in the program but
+    the mean reads nothing it computes, so the mean runs first and the decay joins it as a
+    row value (fusion._reduction_ahead): one kernel for the mean, the decay and the sum,
+    which stores into the buffer in place, and the copy_ makes no call (y, an output, has
+    a kernel of its own). Before, the decay
+    was a kernel of its own and the sum a copy_ into the buffer. The output and the buffer
+    within 1e-6 of eager's (the mean's order differs), two sizes, one graph."""
+    import copy
+
+    eager = _MovingAverage().to(device)
+    mine = copy.deepcopy(eager)
+    compiled = torch.compile(mine, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 6):
+            x = torch.randn(n, 8, device=device)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(mine.centre, eager.centre, rtol=1e-6, atol=1e-6)
+    assert xpu_lite.counters.forward_graphs == 1 and len(reports) == 1
+    source = reports[0].source
+    update = [line for line in source.splitlines() if "kernel_1: mean, mul_3, add_3" in line]  # kernel_0: y, an output
+    assert len(update) == 1 and "in place by kernel_1: copy_'s destination" in source, source
+    assert "copy_.default(" not in source, source
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])
 def test_batch_norm_inference_is_eagers_on_cpu(device: str, dtype: torch.dtype) -> None:
     """batch_norm in inference as eager's cpu kernel computes it: a float32 scale and shift

@@ -112,6 +112,12 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current = _Run(_own_space(node), [*waiting, node])
             runs.append(current)
             waiting.clear()
+        elif current is not None and not waiting and (ahead := _reduction_ahead(current, node, position, is_view, inlined)):
+            moving, current.space, current.members = ahead
+            for step in moving:  # the reduction runs first, the run's values become its rows' (an EMA's `buf * 0.9`)
+                current.members[1].prepend(step)
+                position[step] = position[current.members[1]] - 0.5
+            moved = True
         else:
             flush()
             current = _Run(_own_space(node), [node])
@@ -231,6 +237,28 @@ def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[to
             return None
         views += [v for v in before if v not in views]
     return [*views, node]
+
+
+def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Node, float], is_view: Any,
+                     inlined: frozenset[torch.fx.Node]) -> tuple[list[torch.fx.Node], Space, list[torch.fx.Node]] | None:
+    """A reduction `node` that cannot join the pointwise `run` before it, but reads nothing
+    it computes, moved ahead of it, where the run's values join it as row values: (the nodes
+    to move before the run's first member, the joined space, the members, the reduction
+    first); None where the run's values are not all of the reduction's rows' sizes.
+    `buf.mul_(0.9).add_(x.mean(0), alpha=0.1)` is then one kernel, which stores into `buf`
+    in place, where `buf * 0.9` was a kernel of its own and the sum a copy_ into `buf`."""
+    if not _own_space(node).rdims or run.space.rdims or run.scatter or run.registers:
+        return None
+    moving = _movable_before(node, run.members[0], position, is_view)
+    if moving is None:
+        return None
+    joined = _Run(_own_space(node), [node])
+    for member in run.members:
+        if (space := _joined_space(joined, member, is_view, inlined)) is None:
+            return None
+        joined.space = space
+        joined.members.append(member)
+    return moving, joined.space, joined.members
 
 
 def _is_scalar(node: torch.fx.Node, run: _Run | None, is_view: Any) -> bool:
