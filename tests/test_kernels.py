@@ -349,6 +349,29 @@ def test_kernel_that_fails_to_compile_falls_back_with_a_warning(monkeypatch: pyt
     assert isinstance(info.value, LoweringError) or "LoweringError" in repr(info.value) or "kernel_0" in str(info.value)
 
 
+def test_kernel_node_fusion_leaves_out_runs_eagerly_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel node in no group (a fusion bug, as the first version of _reduction_ahead
+    had: a run taken out of the list and its replacement not put in) is not called eagerly
+    behind a "kernel" decision: its decision says it runs eagerly and why, with a warning;
+    strict=True raises."""
+    real_fuse = xpu_lite.backend.fuse
+    monkeypatch.setattr(xpu_lite.backend, "fuse", lambda gm, decisions: real_fuse(gm, decisions)[1:])
+    x = torch.randn(6, 4)
+    two_kernels = lambda t: t.sin().sum(0) * t.cos()  # noqa: E731  (the row sums, then a kernel of t's size)
+    with pytest.warns(UserWarning, match=r"fusion put it in no kernel \(a bug in xpu_lite: please report it\); it runs eagerly"):
+        report = xpu_lite.explain(two_kernels, x)
+    eager = [d for d in report.graphs[0].decisions if d.reason and d.reason.kind is FallbackKind.KERNEL_FAILED]
+    assert eager and all("fusion put it in no kernel" in d.reason.detail for d in eager), report.graphs[0].decisions
+    assert any(d.kind is DecisionKind.KERNEL for d in report.graphs[0].decisions)
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(torch.compile(two_kernels, backend="xpu_lite")(x), two_kernels(x))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="fusion put it in no kernel"):
+        torch.compile(two_kernels, backend="xpu_lite", options={"strict": True})(x)
+
+
 @pytest.mark.parametrize("exponent", [2, 3, 0.5, -0.5, -1, 0])
 def test_pow_scalar_exponents(device: str, exponent: float) -> None:
     x = torch.rand(6, 5, device=device) + 0.1

@@ -330,42 +330,53 @@ def test_batch_norm_is_kernels_with_running_stats(device: str, norm: str, traini
 
 
 class _MovingAverage(torch.nn.Module):
-    """A user's own running mean of its output's rows (a teacher's centre, say)."""
+    """A user's own running mean of its output's rows (a teacher's centre, say); `shift`:
+    a matmul's row added to it first, an eager call between y's kernel and the update."""
 
-    def __init__(self) -> None:
+    def __init__(self, shift: bool) -> None:
         super().__init__()
         self.register_buffer("centre", torch.zeros(8))
+        self.w, self.v, self.shift = torch.nn.Parameter(torch.randn(8, 8)), torch.nn.Parameter(torch.randn(8)), shift
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x * 2
         with torch.no_grad():
-            self.centre.mul_(0.9).add_(y.mean(0), alpha=0.1)
+            self.centre.mul_(0.9)
+            if self.shift:
+                self.centre.add_((self.w @ self.v[:, None])[:, 0])
+            self.centre.add_(y.mean(0), alpha=0.1)
         return y
 
 
-def test_a_moving_average_of_a_reduction_is_one_kernel_storing_in_place(device: str) -> None:
+@pytest.mark.parametrize("shift", [False, True], ids=["decay", "decay_and_a_matmul"])
+def test_a_moving_average_of_a_reduction_is_one_kernel_storing_in_place(device: str, shift: bool) -> None:
     """`buf.mul_(0.9).add_(y.mean(0), alpha=0.1)`: the decay comes first in the program but
-    the mean reads nothing it computes, so the mean runs first and the decay joins it as a
-    row value (fusion._reduction_ahead): one kernel for the mean, the decay and the sum,
-    which stores into the buffer in place, and the copy_ makes no call (y, an output, has
-    a kernel of its own). Before, the decay
-    was a kernel of its own and the sum a copy_ into the buffer. The output and the buffer
-    within 1e-6 of eager's (the mean's order differs), two sizes, one graph."""
+    the mean reads nothing it computes, so the mean runs first, with y's kernel as its
+    prologue, and the decay joins it as a row value (fusion._reduction_ahead): one kernel,
+    which stores y and, into the buffer in place, its new value: the copy_ makes no call.
+    Before, the decay was a kernel of its own and the sum a copy_ into the buffer. With a
+    matmul's row added to the decay, the matmul (an eager call) runs after y's kernel and
+    before the update's, which is then a kernel of its own. The output and the buffer within
+    1e-6 of eager's (the mean's order differs), two sizes, one graph."""
     import copy
 
-    eager = _MovingAverage().to(device)
+    eager = _MovingAverage(shift).to(device)
     mine = copy.deepcopy(eager)
     compiled = torch.compile(mine, backend="xpu_lite", dynamic=True)
-    with capture() as reports:
+    with torch.no_grad(), capture() as reports:
         for n in (3, 6):
             x = torch.randn(n, 8, device=device)
             torch.testing.assert_close(compiled(x), eager(x), rtol=1e-6, atol=1e-6)
             torch.testing.assert_close(mine.centre, eager.centre, rtol=1e-6, atol=1e-6)
     assert xpu_lite.counters.forward_graphs == 1 and len(reports) == 1
     source = reports[0].source
-    update = [line for line in source.splitlines() if "kernel_1: mean, mul_3, add_3" in line]  # kernel_0: y, an output
-    assert len(update) == 1 and "in place by kernel_1: copy_'s destination" in source, source
-    assert "copy_.default(" not in source, source
+    launches = [line.split("# ")[-1] for line in source.splitlines() if "](" in line and "# kernel_" in line]
+    if shift:
+        assert launches == ["kernel_0: mul", "kernel_1: mean, mul_3, add_3, add_4"], launches
+        assert source.index("torch.ops.aten.mm.default(") < source.index("kernel_1: mean"), source
+    else:
+        assert launches == ["kernel_0: mul, mean, mul_3, add_3"], launches
+    assert "in place by kernel_" in source and "copy_.default(" not in source, source
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["float32", "float16", "bfloat16"])

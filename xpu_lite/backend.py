@@ -153,7 +153,9 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
     started = time.perf_counter()  # the subgraphs' time is in their own reports
     lower_flex_attention(gm, lambda node: selected(node, config) and node.target not in plan.kept, device_type)
     decisions = partition(gm, plan, device_type)
-    groups, kernels, sources = compile_kernels(fuse(gm, decisions), decisions, device_type, config.strict)
+    groups = fuse(gm, decisions)
+    _demote_ungrouped(gm, groups, decisions, config.strict)
+    groups, kernels, sources = compile_kernels(groups, decisions, device_type, config.strict)
     sources += [node.target.source for node in gm.graph.nodes if getattr(node.target, "template", None)]  # flex attention's
     kernel_s = time.perf_counter() - started
     inplace = plan_inplace(gm, decisions, device_type) if config.reuse_buffers else {}
@@ -335,6 +337,23 @@ def _readers(node: torch.fx.Node, computed: set[torch.fx.Node]) -> list[str]:
     for user in node.users:
         found.update(dict.fromkeys([user.name] if user in computed else _readers(user, computed)))
     return list(found)
+
+
+def _demote_ungrouped(gm: torch.fx.GraphModule, groups: list[Group], decisions: dict[str, Decision], strict: bool) -> None:
+    """A kernel node that fusion put in no kernel (a bug) runs eagerly, and says why, with
+    a warning (strict=True raises): otherwise the wrapper would call it eagerly while
+    explain said "kernel"."""
+    grouped = {node for group in groups for node in (*group.inlined, *group.members)}
+    for node in gm.graph.nodes:
+        decision = decisions.get(node.name)
+        if decision is None or decision.kind is not DecisionKind.KERNEL or node in grouped:
+            continue
+        detail = "fusion put it in no kernel (a bug in xpu_lite: please report it)"
+        if strict:
+            raise LoweringError(decision.op, node.name, detail)
+        warnings.warn(f"xpu_lite: {node.name}: {detail}; it runs eagerly", stacklevel=2)
+        decisions[node.name] = dataclasses.replace(decision, kind=DecisionKind.FALLBACK, kernel="",
+                                                   reason=FallbackReason(FallbackKind.KERNEL_FAILED, decision.op, detail))
 
 
 def _demote(group: Group, decisions: dict[str, Decision], detail: str) -> None:

@@ -44,6 +44,9 @@ class _Run:
     # a lookup reads an index the run computes, in registers (_loaded_roots): the run stays
     # pointwise (a reduction computes its elements at coordinates of its own)
     registers: bool = False
+    # the run this one directly follows: it began where a node did not fit that run's space
+    # (not after an eager call); a reduction may take both (_reduction_ahead)
+    follows: _Run | None = None
 
 
 def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group]:
@@ -113,14 +116,17 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             runs.append(current)
             waiting.clear()
         elif current is not None and not waiting and (ahead := _reduction_ahead(current, node, position, is_view, inlined)):
-            moving, current.space, current.members = ahead
-            for step in moving:  # the reduction runs first, the run's values become its rows' (an EMA's `buf * 0.9`)
-                current.members[1].prepend(step)
-                position[step] = position[current.members[1]] - 0.5
+            moving, merged = ahead
+            for step in moving:  # the reduction runs before the run's values, which become its rows' (an EMA's `buf * 0.9`)
+                current.members[0].prepend(step)
+                position[step] = position[current.members[0]] - 0.5
+            if merged is not current:  # the run before took it as its prologue's rows: one kernel for both
+                runs.remove(current)
+            current = merged
             moved = True
         else:
             flush()
-            current = _Run(_own_space(node), [node])
+            current = _Run(_own_space(node), [node], follows=current if not waiting else None)
             runs.append(current)
     flush()
     parts = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
@@ -240,25 +246,55 @@ def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[to
 
 
 def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Node, float], is_view: Any,
-                     inlined: frozenset[torch.fx.Node]) -> tuple[list[torch.fx.Node], Space, list[torch.fx.Node]] | None:
+                     inlined: frozenset[torch.fx.Node]) -> tuple[list[torch.fx.Node], _Run] | None:
     """A reduction `node` that cannot join the pointwise `run` before it, but reads nothing
     it computes, moved ahead of it, where the run's values join it as row values: (the nodes
-    to move before the run's first member, the joined space, the members, the reduction
-    first); None where the run's values are not all of the reduction's rows' sizes.
-    `buf.mul_(0.9).add_(x.mean(0), alpha=0.1)` is then one kernel, which stores into `buf`
-    in place, where `buf * 0.9` was a kernel of its own and the sum a copy_ into `buf`."""
+    to move before the run's first member, the run they make). Where `run` directly follows
+    a run the reduction can take as its prologue (`y = x * 2` before `y.mean(0)`), that run
+    is extended with the reduction and `run`'s values; otherwise the reduction starts a new
+    one. None where `run`'s values are not all of the reduction's rows' sizes.
+    `buf.mul_(0.9).add_(y.mean(0), alpha=0.1)` is then one kernel with y's, which stores
+    into `buf` in place, where `buf * 0.9` was a kernel of its own and the sum a copy_."""
     if not _own_space(node).rdims or run.space.rdims or run.scatter or run.registers:
         return None
     moving = _movable_before(node, run.members[0], position, is_view)
     if moving is None:
         return None
-    joined = _Run(_own_space(node), [node])
+    before = run.follows
+    if (before is not None and not before.scatter and _adjacent(before, run, is_view, inlined)
+            and (space := _joined_space(before, node, is_view, inlined)) is not None):
+        merged = _joined_rows(_Run(space, [*before.members, node], registers=before.registers, follows=before.follows),
+                              run, is_view, inlined)
+        if merged is not None:
+            before.space, before.members = merged.space, merged.members
+            return moving, before
+    joined = _joined_rows(_Run(_own_space(node), [node], follows=run.follows), run, is_view, inlined)
+    if joined is None:
+        return None
+    run.space, run.members = joined.space, joined.members  # the run, the reduction first
+    return moving, run
+
+
+def _adjacent(before: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:
+    """Whether only views and inlined producers stand between `before`'s last member and
+    `run`'s first: no eager call moved there, which one kernel for both, called where
+    `before` starts, would run ahead of."""
+    node = before.members[-1].next
+    while node is not run.members[0]:
+        if not (is_view(node) or node in inlined):
+            return False
+        node = node.next
+    return True
+
+
+def _joined_rows(joined: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> _Run | None:
+    """`joined` (a reduction's run) with every member of `run` added, or None."""
     for member in run.members:
         if (space := _joined_space(joined, member, is_view, inlined)) is None:
             return None
         joined.space = space
         joined.members.append(member)
-    return moving, joined.space, joined.members
+    return joined
 
 
 def _is_scalar(node: torch.fx.Node, run: _Run | None, is_view: Any) -> bool:
