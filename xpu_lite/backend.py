@@ -352,12 +352,15 @@ def _demote_ungrouped(gm: torch.fx.GraphModule, groups: list[Group], decisions: 
         if strict:
             raise LoweringError(decision.op, node.name, detail)
         warnings.warn(f"xpu_lite: {node.name}: {detail}; it runs eagerly", stacklevel=2)
-        decisions[node.name] = dataclasses.replace(decision, kind=DecisionKind.FALLBACK, kernel="",
-                                                   reason=FallbackReason(FallbackKind.KERNEL_FAILED, decision.op, detail))
+        _demote_nodes([node], decisions, detail)
 
 
 def _demote(group: Group, decisions: dict[str, Decision], detail: str) -> None:
-    for node in (*group.inlined, *group.members):
+    _demote_nodes((*group.inlined, *group.members), decisions, detail)
+
+
+def _demote_nodes(nodes: Any, decisions: dict[str, Decision], detail: str) -> None:
+    for node in nodes:
         decisions[node.name] = dataclasses.replace(
             decisions[node.name], kind=DecisionKind.FALLBACK, kernel="",
             reason=FallbackReason(FallbackKind.KERNEL_FAILED, decisions[node.name].op, detail),

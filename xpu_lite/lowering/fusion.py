@@ -46,7 +46,7 @@ class _Run:
     registers: bool = False
     # the run this one directly follows: it began where a node did not fit that run's space
     # (not after an eager call); a reduction may take both (_reduction_ahead)
-    follows: _Run | None = None
+    follows: _Run | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group]:
@@ -121,7 +121,7 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
                 current.members[0].prepend(step)
                 position[step] = position[current.members[0]] - 0.5
             if merged is not current:  # the run before took it as its prologue's rows: one kernel for both
-                runs.remove(current)
+                runs = [run for run in runs if run is not current]
             current = merged
             moved = True
         else:
