@@ -55,6 +55,49 @@ def test_run_and_get_code_warns_when_nothing_compiled() -> None:
     assert codes == []
 
 
+def _break_inside_a_region(x):
+    y = x.sin()
+    with xpu_lite.compile_region():
+        a = y * 2
+        torch._dynamo.graph_break()
+        b = a.cos()
+    return b + 1
+
+
+def _break_between(x):
+    y = x.sin() * 2
+    torch._dynamo.graph_break()
+    return y.cos()
+
+
+def test_explain_says_what_dynamo_ran_eagerly_and_where_it_broke_the_graph() -> None:
+    """Dynamo cannot resume inside a compile region after a graph break: it runs the whole
+    function eagerly, and xpu_lite sees no graph. explain says so, with the remedy, and so
+    does run_and_get_code's warning. A graph break elsewhere is listed under the graphs it
+    separates; a function Dynamo traces whole gets no notes. The results are eager's."""
+    x = torch.randn(3, 4)
+    report = xpu_lite.explain(_break_inside_a_region, x, mode="lite")
+    assert report.graphs == () and report.dynamo.skipped_functions == 1
+    assert [m for m, _ in report.dynamo.untraced] == ["torch.fx.traceback.annotate escaped from compiled region"]
+    text = str(report)
+    assert "Dynamo ran 1 function(s) eagerly, compiling nothing in them." in text
+    assert "a graph break inside a compile region" in text and "move the break out of the region" in text
+    torch._dynamo.reset()
+    compiled = torch.compile(_break_inside_a_region, backend="xpu_lite", mode="lite")
+    with pytest.warns(UserWarning, match=r"(?s)no graph was compiled.*move the break out of the region"):
+        result, codes = xpu_lite.run_and_get_code(compiled, x)
+    assert codes == [] and torch.equal(result, _break_inside_a_region(x))
+
+    torch._dynamo.reset()
+    report = xpu_lite.explain(_break_between, x, mode="lite")
+    assert len(report.graphs) == 2 and report.dynamo.skipped_functions == 0 and not report.dynamo.untraced
+    assert [m for m, _ in report.dynamo.graph_breaks] == ["Call to `torch._dynamo.graph_break()`"]
+    assert "Dynamo graph breaks (the code between two graphs runs in Python):" in str(report)
+    torch._dynamo.reset()
+    report = xpu_lite.explain(lambda t: t.sin() * 2, x, mode="lite")
+    assert report.dynamo == xpu_lite.report.DynamoNotes() and "Dynamo" not in str(report)
+
+
 def test_counters_count_and_reset() -> None:
     compiled = torch.compile(fn, backend="xpu_lite", mode="lite")
     compiled(torch.randn(3, 4))

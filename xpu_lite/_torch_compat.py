@@ -680,6 +680,15 @@ def pop_dispatch_mode() -> contextlib.AbstractContextManager[Any]:
     return _pop_mode_temporarily()
 
 
+def dynamo_trace_counts() -> dict[str, dict[str, int]]:
+    """A copy of Dynamo's process-wide counts of the graph breaks it made ("graph_break",
+    by message), of what it could not trace and did not handle as a graph break
+    ("unimplemented": the code there ran eagerly), and of frames ("frames": total, ok)."""
+    from torch._dynamo.utils import counters
+
+    return {category: dict(counters[category]) for category in ("graph_break", "unimplemented", "frames")}
+
+
 def orig_callable(fn: Any) -> Any:
     """The user's function behind a torch.compile wrapper, or fn itself."""
     if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule):

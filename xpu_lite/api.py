@@ -10,7 +10,7 @@ import torch
 from . import _torch_compat as compat
 from .backend import compile_fx
 from .config import parse_config
-from .report import ExplainReport, capture
+from .report import DynamoNotes, ExplainReport, capture
 
 
 def run_and_get_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
@@ -20,12 +20,15 @@ def run_and_get_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple
     cond and while_loop nodes call. Only graphs compiled during this call
     are seen: if fn was already compiled for these inputs, call torch._dynamo.reset() first.
     """
+    before = compat.dynamo_trace_counts()
     with capture() as reports:
         result = fn(*args, **kwargs)
     if not reports:
+        notes = DynamoNotes.between(before, compat.dynamo_trace_counts()).lines()
         warnings.warn(
             "xpu_lite.run_and_get_code: no graph was compiled during this call (is fn compiled with "
-            "backend='xpu_lite', and not already compiled for these inputs? torch._dynamo.reset() clears it)",
+            "backend='xpu_lite', and not already compiled for these inputs? torch._dynamo.reset() clears it)"
+            + "".join("\n" + line for line in notes),
             stacklevel=2,
         )
     return result, [r.source for r in reports]
@@ -53,11 +56,13 @@ def explain(
         return compile_fx(gm, example_inputs, config)
 
     compiled = torch.compile(original, backend=backend, dynamic=dynamic)
+    before = compat.dynamo_trace_counts()
     with capture() as reports:
         try:
             compiled(*args, **kwargs)
         except Exception as error:
             if reports:
-                error.add_note(f"xpu_lite.explain: the call raised; its graphs:\n{ExplainReport(tuple(reports))}")
+                report = ExplainReport(tuple(reports), DynamoNotes.between(before, compat.dynamo_trace_counts()))
+                error.add_note(f"xpu_lite.explain: the call raised; its graphs:\n{report}")
             raise
-    return ExplainReport(tuple(reports))
+    return ExplainReport(tuple(reports), DynamoNotes.between(before, compat.dynamo_trace_counts()))

@@ -85,8 +85,53 @@ class GraphReport:
 
 
 @dataclasses.dataclass(frozen=True)
+class DynamoNotes:
+    """What Dynamo did around the graphs during one call: its graph breaks (the program
+    between two graphs runs in Python) and what it could not trace at all (that code, a
+    whole function where Dynamo skipped it, ran eagerly), each the first line of Dynamo's
+    message with how often, and how many functions it skipped."""
+
+    graph_breaks: tuple[tuple[str, int], ...] = ()
+    untraced: tuple[tuple[str, int], ...] = ()
+    skipped_functions: int = 0
+
+    @staticmethod
+    def between(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> DynamoNotes:
+        """The notes from two snapshots of compat.dynamo_trace_counts()."""
+        def new(category: str) -> tuple[tuple[str, int], ...]:
+            counts: dict[str, int] = {}
+            for message, n in after[category].items():
+                if (delta := n - before[category].get(message, 0)) > 0:
+                    line = message.strip().splitlines()[0]
+                    counts[line] = counts.get(line, 0) + delta
+            return tuple(counts.items())
+
+        frames = lambda counts: counts.get("total", 0) - counts.get("ok", 0)  # noqa: E731
+        return DynamoNotes(new("graph_break"), new("unimplemented"), frames(after["frames"]) - frames(before["frames"]))
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.skipped_functions:
+            out.append(f"Dynamo ran {self.skipped_functions} function(s) eagerly, compiling nothing in them.")
+        for title, notes in (("Dynamo could not trace (that code ran eagerly):", self.untraced),
+                             ("Dynamo graph breaks (the code between two graphs runs in Python):", self.graph_breaks)):
+            if notes:
+                out.append(title)
+                out += [f"  - {message}{_hint(message)}" + (f" ({n}x)" if n > 1 else "") for message, n in notes]
+        return out
+
+
+def _hint(message: str) -> str:
+    if "torch.fx.traceback.annotate escaped" in message:
+        return (": a graph break inside a compile region (xpu_lite.compile_region or torch.fx.traceback.annotate);"
+                " Dynamo cannot resume inside one, so it runs the whole function eagerly: move the break out of the region")
+    return ""
+
+
+@dataclasses.dataclass(frozen=True)
 class ExplainReport:
     graphs: tuple[GraphReport, ...]
+    dynamo: DynamoNotes = DynamoNotes()
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
         return [row for graph in self.graphs for row in graph.rows()]
@@ -106,7 +151,9 @@ class ExplainReport:
         return format_table(header, [graph.counts() for graph in self.graphs])
 
     def __str__(self) -> str:
-        return format_table(("graph", "node", "op", "decision", "reason"), self.rows())
+        table = format_table(("graph", "node", "op", "decision", "reason"), self.rows())
+        notes = self.dynamo.lines()
+        return "\n".join([table, "", *notes]) if notes else table
 
 
 def format_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
