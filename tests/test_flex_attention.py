@@ -49,8 +49,15 @@ def _functions(score, b, h, q, kv):  # float functions of the score, of indices 
     return torch.sin(score) + torch.erf(score) * torch.exp2(-score.abs()) + score.abs() ** 1.7 + torch.floor(score * 3) - bias
 
 
+_TEMPERATURE = torch.tensor(0.75)
+
+
+def _captured_scalars(score, b, h, q, kv):  # a captured 0-dim tensor read whole; an int index beside a tensor one
+    return score * _TEMPERATURE.to(score.device) + _BIAS.to(score.device)[h, 5]
+
+
 SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked, _chunked,
-                                                   _functions)}
+                                                   _functions, _captured_scalars)}
 
 
 def _attention(score_mod, q, k, v, gqa=False, window=None, mask=None):

@@ -4,12 +4,14 @@ math table's expression, in the dtype eager's math computes it in; what cannot b
 raises NotTranslated with the reason."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import torch
 import torch.fx
 
+from .. import _torch_compat as compat
 from ..lowering.pointwise import POW_SPECIAL
 from .mathfns import Steps
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, math_text
@@ -38,6 +40,7 @@ _MATH = {
 }
 _POWERS = (aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)
 _CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)
+_IDENTITIES = (aten.lift_fresh_copy.default, aten.detach.default, aten.alias.default, aten.clone.default)
 
 
 class NotTranslated(Exception):
@@ -79,6 +82,8 @@ class Translator:
                 return self.lines, self._operand(result, env)
             if node.op == "call_function":
                 env[node] = self._emit(node, env)
+            elif node.op == "get_attr":
+                env[node] = self._constant(node, sub)
             elif node.op != "placeholder":
                 raise NotTranslated(f"its subgraph has a {node.op} node ({node.target})")
         raise NotTranslated("its subgraph has no output")
@@ -94,6 +99,8 @@ class Translator:
             expr = f"tl.full([1, 1], {_scalar(value)}, {TL_DTYPE[_computed(dtype)]})"
         elif target in _CASTS:
             expr = f"{self._operand(node.args[0], env)}.to({TL_DTYPE[_computed(dtype)]})"
+        elif target in _IDENTITIES:  # a constant's fresh copy and its detach: the value itself
+            expr = self._operand(node.args[0], env)
         elif target is aten.index.Tensor:
             expr = self._index(node, env)
         elif target in _POWERS and not node.kwargs:
@@ -149,6 +156,13 @@ class Translator:
             return self._math(name, entry, [self._operand(x, env)], (x,), dtype)
         return self._math(name, "pow", [self._operand(x, env), self._operand(exponent, env)], node.args, dtype)
 
+    def _whole(self, name: str, dtype: torch.dtype, ndim: int) -> str:
+        """A captured tensor read as a value (`score * temperature`): its element, if 0-dim."""
+        if ndim:
+            raise NotTranslated(f"it reads a captured {ndim}-dim tensor whole (an element of it, `t[h]`, is inlined)")
+        loaded = f"tl.load({name})"
+        return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
+
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args
         first = len(self.names) - len(self.buffers)  # the captured buffers' names come last
@@ -167,9 +181,26 @@ class Translator:
         dtype = self.buffers[j][1]
         return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
 
+    def _constant(self, node: torch.fx.Node, sub: torch.fx.GraphModule) -> str:
+        """A 0-dim tensor the subgraph holds (an int index beside a tensor one, `bias[h, 0]`,
+        becomes one) as a literal."""
+        value = functools.reduce(getattr, node.target.split("."), sub)
+        if not isinstance(value, torch.Tensor) or value.dim() != 0 or value.dtype not in TL_DTYPE:
+            raise NotTranslated(f"its subgraph holds a constant {type(value).__name__} "
+                                f"{tuple(getattr(value, 'shape', ()))} {getattr(value, 'dtype', '')}, not a 0-dim number")
+        with compat.real_tensors():  # a compile traces under a FakeTensorMode
+            number = value.item()
+        name = f"{self.prefix}{len(self.lines)}"
+        self.lines.append(f"{name} = tl.full([1, 1], {_scalar(number)}, {TL_DTYPE[_computed(value.dtype)]})  # {node.target}")
+        return name
+
     def _operand(self, value: Any, env: dict[torch.fx.Node, str]) -> str:
         if isinstance(value, torch.fx.Node):
-            return env[value]
+            name = env[value]
+            first = len(self.names) - len(self.buffers)  # the captured buffers' names come last
+            if name in self.names[first:] and self.buffers[self.names.index(name) - first][0] == "tensor":
+                return self._whole(name, *self.buffers[self.names.index(name) - first][1:])
+            return name
         if isinstance(value, (bool, int, float)):
             return _scalar(value)
         raise NotTranslated(f"an argument {value!r} the kernel cannot inline")
