@@ -52,8 +52,8 @@ def _functions(score, b, h, q, kv):  # float functions of the score, of indices 
 _TEMPERATURE = torch.tensor(0.75)
 
 
-def _captured_scalars(score, b, h, q, kv):  # a captured 0-dim tensor read whole; an int index beside a tensor one
-    return score * _TEMPERATURE.to(score.device) + _BIAS.to(score.device)[h, 5]
+def _captured_scalars(score, b, h, q, kv):  # a captured 0-dim tensor read whole; an int index beside a tensor one; scalar ones
+    return score * _TEMPERATURE.to(score.device) + _BIAS.to(score.device)[h, 5] - _BIAS.to(score.device)[b, h]
 
 
 SCORE_MODS = {f.__name__.lstrip("_"): f for f in (_causal, _softcap, _head_bias, _alibi, _first_rows_masked, _chunked,
@@ -114,6 +114,37 @@ def test_flex_attention_is_one_kernel(device: str, score_mod: str) -> None:
         assert xpu_lite.counters.forward_graphs == 1, case
         rows = [row for report in reports for row in report.rows() if row[3] == "template"]
         assert len(rows) == 1 and "flex_attention_0 (flex attention: score_mod and mask_mod inlined" in rows[0][4], rows
+
+
+_LENGTHS = torch.tensor([15, 9])
+
+
+def test_flex_attention_padding_masks_and_captured_sizes(device: str) -> None:
+    """Padding masks, the most common flex masks: `kv < lengths[b]` reads a captured tensor
+    at a scalar position (the batch), as a score_mod and as a block mask's mask_mod, and a
+    captured size expression (`k.shape[2] - 3`, a SymInt under dynamic=True) with a score
+    made from `zeros_like`. Each inlined and against float64. Before, the first two failed
+    at the call (a scalar pointer loaded under the block's mask: "Mask argument cannot be
+    block type if pointer argument is not a block"); the last kept eager's op."""
+    lengths = _LENGTHS.to(device)
+
+    def by_score(q, k, v):
+        return _attention(lambda score, b, h, qi, ki: torch.where(ki < lengths[b], score, -float("inf")), q, k, v)
+
+    def by_block_mask(q, k, v):
+        mask = create_block_mask(lambda b, h, qi, ki: ki < lengths[b], 2, None, q.shape[2], k.shape[2], device=q.device.type)
+        return _attention(None, q, k, v, mask=mask)
+
+    def by_size(q, k, v):
+        return _attention(lambda score, b, h, qi, ki: torch.where(ki < k.shape[2] - 3, torch.zeros_like(score) + qi * 0.1, score),
+                          q, k, v)
+
+    for fn in (by_score, by_block_mask, by_size):
+        torch._dynamo.reset()
+        with capture() as reports:
+            _check_against_float64(torch.compile(fn, backend="xpu_lite", dynamic=True), fn, _inputs(device, torch.float32, 20))
+        rows = [row for report in reports for row in report.rows() if row[2] == "flex_attention"]
+        assert [row[3] for row in rows] == ["template"], (fn.__name__, rows)
 
 
 def test_flex_attention_mask_mod_and_region(device: str) -> None:

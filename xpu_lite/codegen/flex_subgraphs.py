@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Any
 
 import torch
@@ -40,6 +41,8 @@ _MATH = {
 }
 _POWERS = (aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)
 _CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)
+_INT_OPERATORS = {operator.add: "({0} + {1})", operator.sub: "({0} - {1})", operator.mul: "({0} * {1})",
+                  operator.neg: "(-{0})"}
 _IDENTITIES = (aten.lift_fresh_copy.default, aten.detach.default, aten.alias.default, aten.clone.default)
 
 
@@ -89,12 +92,14 @@ class Translator:
         raise NotTranslated("its subgraph has no output")
 
     def _emit(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
+        if node.target in _INT_OPERATORS and all(isinstance(a, (int, torch.fx.Node)) for a in node.args):
+            return self._int_arith(node, env)
         dtype = self.dtypes.get(node)
         if dtype not in TL_DTYPE:
             raise NotTranslated(f"{node.target} gives a {dtype} value")
         name = f"{self.prefix}{len(self.lines)}"
         target = node.target
-        if target in (aten.scalar_tensor.default, aten.full.default):
+        if target in (aten.scalar_tensor.default, aten.full.default, aten.full_like.default):  # zeros_like(score) too
             value = node.args[0] if target is aten.scalar_tensor.default else node.args[1]
             expr = f"tl.full([1, 1], {_scalar(value)}, {TL_DTYPE[_computed(dtype)]})"
         elif target in _CASTS:
@@ -177,9 +182,19 @@ class Translator:
                               f"\"index out of bounds: {node.target} of a captured tensor\")")
             offsets.append(f"({wrapped}).to(tl.int64) * {buf}_stride{d}")
         self.indexes = True
-        loaded = f"tl.load({buf} + {' + '.join(offsets)}, mask=valid, other=0)"
+        # a block of `valid`'s shape: the offsets may be of fewer dims (lengths[b]: a scalar), the mask not
+        loaded = f"tl.load({buf} + {' + '.join(offsets)} + valid.to(tl.int64) * 0, mask=valid, other=0)"
         dtype = self.buffers[j][1]
         return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
+
+    def _int_arith(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
+        """Python int arithmetic of captured ints (a sequence length, `k.shape[2] - 3`)."""
+        args = [self._operand(a, env) for a in node.args]
+        if any(isinstance(a, torch.fx.Node) and not isinstance(a.meta.get("val"), (int, torch.SymInt)) for a in node.args):
+            raise NotTranslated(f"{node.target.__name__} of something other than ints")
+        name = f"{self.prefix}{len(self.lines)}"
+        self.lines.append(f"{name} = {_INT_OPERATORS[node.target].format(*args)}  # {node.target.__name__}")
+        return name
 
     def _constant(self, node: torch.fx.Node, sub: torch.fx.GraphModule) -> str:
         """A 0-dim tensor the subgraph holds (an int index beside a tensor one, `bias[h, 0]`,
