@@ -147,6 +147,22 @@ def test_flex_attention_padding_masks_and_captured_sizes(device: str) -> None:
         assert [row[3] for row in rows] == ["template"], (fn.__name__, rows)
 
 
+def test_flex_attention_mask_mod_of_ints_raises_eagers_error(device: str) -> None:
+    """A mask_mod that gives ints is an error of flex attention's own ("mask.dtype must be
+    torch.bool"), compiled as in eager. Its trace holds a `_to_copy` of a Python int, on
+    which the cast's lowering checker raised an AttributeError inside the compile."""
+    def attention(q, k, v):
+        ints = lambda b, h, qi, ki: (ki <= qi).to(torch.int32) * 0 + (ki <= qi)  # noqa: E731
+        mask = create_block_mask(ints, None, None, q.shape[2], k.shape[2], device=q.device.type)
+        return flex_attention(q, k, v, block_mask=mask)
+
+    inputs = _inputs(device, torch.float32, 20)
+    with pytest.raises(AssertionError, match="mask.dtype must be torch.bool, got torch.int32"):
+        attention(*inputs)
+    with pytest.raises(AssertionError, match="mask.dtype must be torch.bool, got torch.int32"):
+        torch.compile(attention, backend="xpu_lite", dynamic=True)(*inputs)
+
+
 def test_flex_attention_mask_mod_and_region(device: str) -> None:
     """A block mask's mask_mod, inlined: in the default mode, and in lite mode inside a
     compile region only (outside one it stays eager's op, bitwise)."""

@@ -458,7 +458,8 @@ _reg((aten.nan_to_num.default,), checker(FLOATS, FLOATS, {"nan": None, "posinf":
 _reg((prims.convert_element_type.default,), checker(READABLE, READABLE, extra=(lambda n: isinstance(n.args[1], torch.dtype), "a dtype argument")), _convert)
 _reg((aten._to_copy.default,), checker(READABLE, READABLE, {"dtype": None, "layout": (torch.strided, None), "device": None,
                                                   "memory_format": None},  # any: stored at the node's strides, as clone
-     extra=(lambda n: n.kwargs.get("device") in (None, n.args[0].meta["val"].device), "a copy on the same device")), _convert)
+     extra=(lambda n: isinstance(n.args[0], torch.fx.Node) and n.kwargs.get("device") in (None, n.args[0].meta["val"].device),
+            "a copy of a tensor on its device")), _convert)
 _reg((aten.clone.default,), checker(READABLE, READABLE, {"memory_format": None}), _convert)
 _reg((aten.lift_fresh_copy.default,), checker(READABLE, READABLE), _convert)  # a fresh copy of a graph constant
 LOWERINGS.register(aten.copy.default, checker=checker(READABLE, READABLE, {"non_blocking": None}), unread=(0,))(_copy)
