@@ -372,6 +372,27 @@ def test_kernel_node_fusion_leaves_out_runs_eagerly_and_says_so(monkeypatch: pyt
         torch.compile(two_kernels, backend="xpu_lite", options={"strict": True})(x)
 
 
+def test_a_lowering_checker_that_raises_leaves_its_node_eager_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checker that raises (a bug: the cast's raised AttributeError on a copy of a Python
+    int) does not fail the compile: its node runs eagerly with the reason, and a warning."""
+    import dataclasses
+
+    from xpu_lite.lowering.registry import LOWERINGS
+
+    def broken(node):
+        raise AttributeError("'int' object has no attribute 'meta'")
+
+    table = dict(LOWERINGS._table)
+    table[torch.ops.aten.sin.default] = dataclasses.replace(table[torch.ops.aten.sin.default], checker=broken)
+    monkeypatch.setattr(LOWERINGS, "_table", table)
+    x = torch.randn(6, 4)
+    with pytest.warns(UserWarning, match=r"its lowering's checker raised AttributeError: 'int' object has no attribute 'meta'"):
+        report = xpu_lite.explain(lambda t: t.sin() * 2, x)
+    (sin,) = [d for d in report.graphs[0].decisions if d.op == "aten.sin.default"]
+    assert sin.kind is DecisionKind.FALLBACK and "a bug in xpu_lite" in str(sin.reason), sin
+    assert any(d.kind is DecisionKind.KERNEL for d in report.graphs[0].decisions)  # the product
+
+
 @pytest.mark.parametrize("exponent", [2, 3, 0.5, -0.5, -1, 0])
 def test_pow_scalar_exponents(device: str, exponent: float) -> None:
     x = torch.rand(6, 5, device=device) + 0.1

@@ -10,6 +10,7 @@ so the registry is complete once `xpu_lite.lowering` is imported).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -162,7 +163,12 @@ class LoweringRegistry:
         """None where a rule lowers the node, else why not."""
         entry = self._table.get(node.target)
         if entry is not None:
-            return entry.checker(node)
+            try:
+                return entry.checker(node)
+            except Exception as exc:  # noqa: BLE001  (a checker's bug: the node runs eagerly, said so, with a warning)
+                why = f"its lowering's checker raised {type(exc).__name__}: {exc} (a bug in xpu_lite: please report it)"
+                warnings.warn(f"xpu_lite: {node.name}: {why}; it runs eagerly", stacklevel=2)
+                return why
         if why := node.meta.get(FLEX_REJECTED):  # codegen/flex_attention.py
             return why
         if is_higher_order(node.target):  # with_effects, flex_attention, ... (those backend.py compiles: partition.py)
