@@ -170,9 +170,8 @@ class Translator:
 
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args
-        first = len(self.names) - len(self.buffers)  # the captured buffers' names come last
-        j = self.names.index(env[source]) - first if env.get(source) in self.names[first:] else -1
-        if j < 0 or self.buffers[j][0] != "tensor" or any(i is None for i in indices) or len(indices) != self.buffers[j][2]:
+        j = self._captured(env.get(source))
+        if j is None or self.buffers[j][0] != "tensor" or any(i is None for i in indices) or len(indices) != self.buffers[j][2]:
             raise NotTranslated("it indexes something other than one element of a captured tensor")
         buf, offsets = f"buf{j + self.offset}", []
         for d, index in enumerate(indices):
@@ -189,9 +188,9 @@ class Translator:
 
     def _int_arith(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         """Python int arithmetic of captured ints (a sequence length, `k.shape[2] - 3`)."""
-        args = [self._operand(a, env) for a in node.args]
         if any(isinstance(a, torch.fx.Node) and not isinstance(a.meta.get("val"), (int, torch.SymInt)) for a in node.args):
             raise NotTranslated(f"{node.target.__name__} of something other than ints")
+        args = [self._operand(a, env) for a in node.args]
         name = f"{self.prefix}{len(self.lines)}"
         self.lines.append(f"{name} = {_INT_OPERATORS[node.target].format(*args)}  # {node.target.__name__}")
         return name
@@ -209,12 +208,17 @@ class Translator:
         self.lines.append(f"{name} = tl.full([1, 1], {_scalar(number)}, {TL_DTYPE[_computed(value.dtype)]})  # {node.target}")
         return name
 
+    def _captured(self, name: str | None) -> int | None:
+        """The position among the captured buffers of the one named `name` (their names come
+        last), or None."""
+        first = len(self.names) - len(self.buffers)
+        return self.names.index(name) - first if name in self.names[first:] else None
+
     def _operand(self, value: Any, env: dict[torch.fx.Node, str]) -> str:
         if isinstance(value, torch.fx.Node):
             name = env[value]
-            first = len(self.names) - len(self.buffers)  # the captured buffers' names come last
-            if name in self.names[first:] and self.buffers[self.names.index(name) - first][0] == "tensor":
-                return self._whole(name, *self.buffers[self.names.index(name) - first][1:])
+            if (j := self._captured(name)) is not None and self.buffers[j][0] == "tensor":
+                return self._whole(name, *self.buffers[j][1:])
             return name
         if isinstance(value, (bool, int, float)):
             return _scalar(value)
