@@ -87,9 +87,10 @@ class GraphReport:
 @dataclasses.dataclass(frozen=True)
 class DynamoNotes:
     """What Dynamo did around the graphs during one call: its graph breaks (the program
-    between two graphs runs in Python) and what it could not trace at all (that code, a
-    whole function where Dynamo skipped it, ran eagerly), each the first line of Dynamo's
-    message with how often, and how many functions it skipped."""
+    between two graphs runs in Python) and what else it could not trace (a data-dependent
+    branch: run in Python; where Dynamo could not resume, the whole function ran eagerly),
+    each the first line of Dynamo's message with how often, and how many functions it ran
+    eagerly."""
 
     graph_breaks: tuple[tuple[str, int], ...] = ()
     untraced: tuple[tuple[str, int], ...] = ()
@@ -113,7 +114,7 @@ class DynamoNotes:
         out = []
         if self.skipped_functions:
             out.append(f"Dynamo ran {self.skipped_functions} function(s) eagerly, compiling nothing in them.")
-        for title, notes in (("Dynamo could not trace (that code ran eagerly):", self.untraced),
+        for title, notes in (("Dynamo could not trace (that code ran in Python, outside the graphs):", self.untraced),
                              ("Dynamo graph breaks (the code between two graphs runs in Python):", self.graph_breaks)):
             if notes:
                 out.append(title)
