@@ -130,7 +130,12 @@ class Translator:
             expr = f"(({expr}) != 0)"
         else:
             expr = f"({expr}).to({TL_DTYPE[dtype]})"
-        self.lines.append(f"{name} = {expr}  # {node.target}")
+        return self._assign(expr, node.target, name)
+
+    def _assign(self, expr: str, what: Any, name: str | None = None) -> str:
+        """`name = expr  # what` appended (name: the next free one), and the name."""
+        name = name or f"{self.prefix}{len(self.lines)}"
+        self.lines.append(f"{name} = {expr}  # {what}")
         return name
 
     def _math(self, name: str, entry_name: str, args: list[str], values: Any, dtype: torch.dtype, where: bool = False) -> str:
@@ -166,7 +171,7 @@ class Translator:
         if ndim:
             raise NotTranslated(f"it reads a captured {ndim}-dim tensor whole (an element of it, `t[h]`, is inlined)")
         loaded = f"tl.load({name})"
-        return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
+        return _widened(loaded, dtype)
 
     def _index(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         source, indices = node.args
@@ -184,16 +189,14 @@ class Translator:
         # a block of `valid`'s shape: the offsets may be of fewer dims (lengths[b]: a scalar), the mask not
         loaded = f"tl.load({buf} + {' + '.join(offsets)} + valid.to(tl.int64) * 0, mask=valid, other=0)"
         dtype = self.buffers[j][1]
-        return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
+        return _widened(loaded, dtype)
 
     def _int_arith(self, node: torch.fx.Node, env: dict[torch.fx.Node, str]) -> str:
         """Python int arithmetic of captured ints (a sequence length, `k.shape[2] - 3`)."""
         if any(isinstance(a, torch.fx.Node) and not isinstance(a.meta.get("val"), (int, torch.SymInt)) for a in node.args):
             raise NotTranslated(f"{node.target.__name__} of something other than ints")
         args = [self._operand(a, env) for a in node.args]
-        name = f"{self.prefix}{len(self.lines)}"
-        self.lines.append(f"{name} = {_INT_OPERATORS[node.target].format(*args)}  # {node.target.__name__}")
-        return name
+        return self._assign(_INT_OPERATORS[node.target].format(*args), node.target.__name__)
 
     def _constant(self, node: torch.fx.Node, sub: torch.fx.GraphModule) -> str:
         """A 0-dim tensor the subgraph holds (an int index beside a tensor one, `bias[h, 0]`,
@@ -204,9 +207,7 @@ class Translator:
                                 f"{tuple(getattr(value, 'shape', ()))} {getattr(value, 'dtype', '')}, not a 0-dim number")
         with compat.real_tensors():  # a compile traces under a FakeTensorMode
             number = value.item()
-        name = f"{self.prefix}{len(self.lines)}"
-        self.lines.append(f"{name} = tl.full([1, 1], {_scalar(number)}, {TL_DTYPE[_computed(value.dtype)]})  # {node.target}")
-        return name
+        return self._assign(f"tl.full([1, 1], {_scalar(number)}, {TL_DTYPE[_computed(value.dtype)]})", node.target)
 
     def _captured(self, name: str | None) -> int | None:
         """The position among the captured buffers of the one named `name` (their names come
@@ -276,6 +277,11 @@ def _scalar(value: bool | int | float) -> str:
     if isinstance(value, float):
         return literal(value, torch.float32) if math.isfinite(value) else f"float('{value}')"
     return repr(value)
+
+
+def _widened(loaded: str, dtype: torch.dtype) -> str:
+    """A value loaded from a captured tensor, as the kernel computes with it: a half one in float32."""
+    return f"{loaded}.to(tl.float32)" if dtype in (torch.float16, torch.bfloat16) else loaded
 
 
 def _computed(dtype: torch.dtype) -> torch.dtype:
