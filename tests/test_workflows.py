@@ -2,8 +2,8 @@
 activation checkpointing, compiled autograd, a compiled optimizer step, custom ops, vmap,
 complex tensors,
 control flow (`torch.cond`, `while_loop`, scan, map), `nested_compile_region`,
-the ways to ask for dynamic sizes (automatic, mark_dynamic) and transformers' `generate`
-with a KV cache. Lite mode against eager
+the ways to ask for dynamic sizes (automatic, mark_dynamic), transformers' `generate`
+with a KV cache, and ranks compiling at once. Lite mode against eager
 bit for bit; the default mode (Triton kernels) within tests/test_kernels.py's tolerance."""
 from __future__ import annotations
 
@@ -671,3 +671,34 @@ def test_greedy_generation_with_a_kv_cache(device: str, mode: str) -> None:
         torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
         _check(mode, got, program)
     assert xpu_lite.counters.forward_graphs == 2
+
+
+def test_processes_compiling_at_once_share_the_kernel_cache(tmp_path, monkeypatch) -> None:
+    """A node's ranks compile the same kernels at once, into one cache directory. Each
+    must import a whole kernel: written in place, one imported another's half-written file
+    (a module without the kernel: 24 of 160 imports failed so). Threads stand in for the
+    processes here: the file is shared alike."""
+    import threading
+
+    from xpu_lite import config, runtime
+
+    monkeypatch.setenv(config.ENV_CACHE_DIR, str(tmp_path))
+    workers, rounds = 4, 30
+    start, failures = threading.Barrier(workers), []
+
+    def compile_kernels() -> None:
+        for r in range(rounds):
+            source = f"def kernel():\n    return {r}\n" + "# a long kernel\n" * 200_000
+            start.wait()
+            try:
+                assert runtime.kernel_function("kernel", source)() == r
+            except BaseException as exc:  # noqa: BLE001 - counted, then asserted on
+                failures.append(repr(exc))
+
+    threads = [threading.Thread(target=compile_kernels) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left

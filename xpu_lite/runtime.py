@@ -319,11 +319,28 @@ def kernel_function(name: str, source: str) -> Callable[..., Any]:
     path = Path(kernel_cache_dir()) / f"{name}_{digest}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != source:
-        path.write_text(source)
+        _write_atomically(path, source)
     spec = importlib.util.spec_from_file_location(f"xpu_lite_kernel_{digest}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return getattr(module, name)
+
+
+def _write_atomically(path: Any, text: str) -> None:
+    """Write a file whole or not at all. Processes that compile at once (a node's ranks,
+    which share the cache directory) write the same kernel: written in place, one of them
+    could import another's half-written file (a module without the kernel)."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 # Launch options passed to every GPU kernel. FMA contraction on, as nvcc compiles eager's
