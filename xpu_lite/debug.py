@@ -7,6 +7,14 @@ from pathlib import Path
 def write_stage(debug_dir: str | None, graph: str, filename: str, text: str) -> None:
     if debug_dir is None:
         return
-    folder = Path(debug_dir) / graph
+    folder = Path(debug_dir) / _rank() / graph
     folder.mkdir(parents=True, exist_ok=True)
     (folder / filename).write_text(text)
+
+
+def _rank() -> str:
+    """"rank_R" in a distributed run, whose ranks number their graphs alike (each would
+    overwrite the others' graph_0); "" otherwise."""
+    import torch.distributed as dist
+
+    return f"rank_{dist.get_rank()}" if dist.is_available() and dist.is_initialized() else ""
