@@ -673,6 +673,49 @@ def test_greedy_generation_with_a_kv_cache(device: str, mode: str) -> None:
     assert xpu_lite.counters.forward_graphs == 2
 
 
+class _Wide(torch.nn.Module):
+    """In gradient buckets of 1.1 MB, its 512 x 512 weight fills one: DDPOptimizer splits
+    its graph in two. (A module of the user's own: Dynamo does not start a frame inside
+    torch.nn, such as nn.Sequential's forward, which DDP calls.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = torch.nn.Linear(8, 512), torch.nn.Linear(512, 512), torch.nn.Linear(512, 4)
+        self.norm = torch.nn.LayerNorm(512)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(self.norm(self.b(torch.nn.functional.gelu(self.a(x))))) * 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_distributed_data_parallel(device: str, mode: str, tmp_path) -> None:
+    """A compiled DistributedDataParallel model (one rank). Dynamo splits its graph at the
+    gradient buckets (DDPOptimizer), compiling each piece as a graph of its own, and calls
+    each compiled piece once while compiling, on fake tensors, which it expects AOTAutograd
+    to answer with fake outputs. Before 2026-11-28 that call was not counted as AOTAutograd's,
+    so the user's first call got those fake outputs (a FakeTensor of size (s77, 4)), and a
+    training step failed in the backward."""
+    import torch.distributed as dist
+
+    dist.init_process_group(store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        model = _Wide().to(device)
+        eager = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=1.1)
+        twin = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=1.1)
+        compiled = _compile(twin, mode, dynamic=True)
+        for batch in (3, 5):
+            x = torch.randn(batch, 8, device=device)
+            actual, expected = compiled(x), eager(x)
+            _check(mode, actual, expected)
+            actual.square().sum().backward()
+            expected.square().sum().backward()
+            _check(mode, [p.grad for p in twin.parameters()], [p.grad for p in eager.parameters()])
+    finally:
+        dist.destroy_process_group()
+    assert xpu_lite.counters.forward_graphs == 2  # DDPOptimizer's two pieces, each compiled once
+
+
 def test_processes_compiling_at_once_share_the_kernel_cache(tmp_path, monkeypatch) -> None:
     """A node's ranks compile the same kernels at once, into one cache directory. Each
     must import a whole kernel: written in place, one imported another's half-written file

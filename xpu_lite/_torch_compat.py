@@ -17,7 +17,7 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions
 from torch._dispatch.python import enable_python_dispatcher
-from torch._functorch.aot_autograd import aot_module_simplified
+from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses import fake_impls
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, guard_or_true, statically_known_true
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -26,7 +26,7 @@ from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, ModularIndexin
 from torch.utils._sympy.printers import PythonPrinter
 
 __all__ = [
-    "aot_module_simplified",
+    "aot_compile",
     "core_aten_decompositions",
     "decomposition_table",
     "get_decompositions",
@@ -58,6 +58,16 @@ __all__ = [
 ]
 
 DK = torch._C.DispatchKey
+
+
+def aot_compile(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable[..., Any]:
+    """AOTAutograd (aot_module_simplified with `kwargs`) as aot_eager and Inductor call it,
+    through Dynamo's aot_autograd helper. It counts the call: DDPOptimizer reads that count
+    to know that a bucket's compiled function returns fake outputs on its first call, which
+    it makes while compiling (without the count, that first call was the user's, and
+    returned fake tensors). It also keeps Dynamo out of the compiled function and of the
+    backward's compiler."""
+    return aot_autograd(**kwargs)(gm, example_inputs)
 
 # The sympy functions of size and index expressions that a Triton kernel computes as
 # PythonPrinter prints them (+, *, //, %, max, min on its int arguments); any other

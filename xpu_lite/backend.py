@@ -79,7 +79,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         caught: list[warnings.WarningMessage] = []
         try:
             with _warnings_into(caught), tracing(plan, device_type):
-                compiled = compat.aot_module_simplified(
+                compiled = compat.aot_compile(
                     gm if module is None else module,
                     example_inputs,
                     fw_compiler=functools.partial(compiler, kind="forward"),
