@@ -704,16 +704,20 @@ def test_distributed_data_parallel(device: str, mode: str, tmp_path) -> None:
         eager = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=1.1)
         twin = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=1.1)
         compiled = _compile(twin, mode, dynamic=True)
-        for batch in (3, 5):
-            x = torch.randn(batch, 8, device=device)
-            actual, expected = compiled(x), eager(x)
-            _check(mode, actual, expected)
-            actual.square().sum().backward()
-            expected.square().sum().backward()
-            _check(mode, [p.grad for p in twin.parameters()], [p.grad for p in eager.parameters()])
+        with capture() as reports:
+            for batch in (3, 5):
+                x = torch.randn(batch, 8, device=device)
+                actual, expected = compiled(x), eager(x)
+                _check(mode, actual, expected)
+                actual.square().sum().backward()
+                expected.square().sum().backward()
+                _check(mode, [p.grad for p in twin.parameters()], [p.grad for p in eager.parameters()])
     finally:
         dist.destroy_process_group()
     assert xpu_lite.counters.forward_graphs == 2  # DDPOptimizer's two pieces, each compiled once
+    pieces = sorted({report.ddp_bucket for report in reports})
+    assert len(pieces) == 2 and all(pieces)  # every graph compiled is a piece, explain says
+    assert f"{', '.join(pieces)}: pieces of a graph that Dynamo split" in str(xpu_lite.ExplainReport(tuple(reports)))
 
 
 def test_processes_compiling_at_once_share_the_kernel_cache(tmp_path, monkeypatch) -> None:

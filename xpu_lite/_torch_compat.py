@@ -699,6 +699,13 @@ def dynamo_trace_counts() -> dict[str, dict[str, int]]:
     return {category: dict(counters[category]) for category in ("graph_break", "unimplemented", "frames")}
 
 
+def ddp_bucket(gm: torch.fx.GraphModule) -> bool:
+    """Whether gm is a piece of a Dynamo graph that DDPOptimizer split at
+    DistributedDataParallel's gradient buckets (it marks each piece's compile reason)."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    return "DDPOptimizer" in str(getattr(reason, "reason", ""))
+
+
 def orig_callable(fn: Any) -> Any:
     """The user's function behind a torch.compile wrapper, or fn itself."""
     if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule):

@@ -73,9 +73,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         log.debug("xpu_lite %s: %d higher-order op node(s) of compile_ops traced as a region's", graph, marked)
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
     device_type = compat.fake_tensor_device(example_inputs, gm)
+    ddp_bucket = compat.ddp_bucket(gm)
     started = time.perf_counter()
     while True:
-        compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type)
+        compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type, ddp_bucket=ddp_bucket)
         caught: list[warnings.WarningMessage] = []
         try:
             with _warnings_into(caught), tracing(plan, device_type):
@@ -120,14 +121,16 @@ def _warnings_into(caught: list[warnings.WarningMessage]) -> Any:
 # may run inside a compiled frame (`loss.backward()` in a compiled training step, a graph
 # break), where Dynamo would trace xpu_lite itself
 def compile_graph(
-    gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str, device_type: str
+    gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str, device_type: str,
+    ddp_bucket: bool = False,
 ) -> Callable[..., Any]:
     """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`.
-    Its higher-order ops' subgraphs are compiled too, each reported after the graph."""
+    Its higher-order ops' subgraphs are compiled too, each reported after the graph.
+    ddp_bucket: the graph is a piece of one DDPOptimizer split (explain says so)."""
     reports: list[GraphReport] = []
     call = _compile_graph(gm, plan, graph, kind, device_type, reports)
     for report in reports:
-        publish(report)
+        publish(dataclasses.replace(report, ddp_bucket=graph) if ddp_bucket else report)
     return call
 
 

@@ -51,6 +51,7 @@ class GraphReport:
     compile_s: float = 0.0  # seconds in xpu_lite for this graph (after AOTAutograd's trace)
     kernel_s: float = 0.0  # of which partitioning and generating, compiling and loading kernels
     subgraph: str = ""  # a higher-order op's subgraph ("true_graph_0"), compiled with the graph it is in
+    ddp_bucket: str = ""  # "graph_1": Dynamo's graph whose piece this is, split at DDP's gradient buckets
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
         out = []
@@ -154,6 +155,9 @@ class ExplainReport:
     def __str__(self) -> str:
         table = format_table(("graph", "node", "op", "decision", "reason"), self.rows())
         notes = self.dynamo.lines()
+        if pieces := list(dict.fromkeys(graph.ddp_bucket for graph in self.graphs if graph.ddp_bucket)):
+            notes.append(f"{', '.join(pieces)}: pieces of a graph that Dynamo split at DistributedDataParallel's gradient "
+                         "buckets, each compiled on its own (torch._dynamo.config.optimize_ddp = False keeps it whole)")
         return "\n".join([table, "", *notes]) if notes else table
 
 
