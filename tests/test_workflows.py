@@ -717,7 +717,7 @@ def test_distributed_data_parallel(device: str, mode: str, tmp_path) -> None:
     assert xpu_lite.counters.forward_graphs == 2  # DDPOptimizer's two pieces, each compiled once
     pieces = sorted({report.ddp_bucket for report in reports})
     assert len(pieces) == 2 and all(pieces)  # every graph compiled is a piece, explain says
-    assert f"{', '.join(pieces)}: pieces of a graph that Dynamo split" in str(xpu_lite.ExplainReport(tuple(reports)))
+    assert f"{', '.join(pieces)}: pieces of what Dynamo traced, split" in str(xpu_lite.ExplainReport(tuple(reports)))
 
 
 def test_processes_compiling_at_once_share_the_kernel_cache(tmp_path, monkeypatch) -> None:

@@ -73,7 +73,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         log.debug("xpu_lite %s: %d higher-order op node(s) of compile_ops traced as a region's", graph, marked)
     write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
     device_type = compat.fake_tensor_device(example_inputs, gm)
-    ddp_bucket = compat.ddp_bucket(gm)
+    ddp_bucket = graph if compat.ddp_bucket(gm) else ""
     started = time.perf_counter()
     while True:
         compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type, ddp_bucket=ddp_bucket)
@@ -122,15 +122,15 @@ def _warnings_into(caught: list[warnings.WarningMessage]) -> Any:
 # break), where Dynamo would trace xpu_lite itself
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], *, plan: DecompPlan, graph: str, kind: str, device_type: str,
-    ddp_bucket: bool = False,
+    ddp_bucket: str = "",
 ) -> Callable[..., Any]:
     """One aten graph -> decisions -> fused kernels -> wrapper source -> loaded `call(args)`.
     Its higher-order ops' subgraphs are compiled too, each reported after the graph.
-    ddp_bucket: the graph is a piece of one DDPOptimizer split (explain says so)."""
+    ddp_bucket: `graph` where it is a piece of a DDPOptimizer split (explain says so)."""
     reports: list[GraphReport] = []
     call = _compile_graph(gm, plan, graph, kind, device_type, reports)
     for report in reports:
-        publish(dataclasses.replace(report, ddp_bucket=graph) if ddp_bucket else report)
+        publish(dataclasses.replace(report, ddp_bucket=ddp_bucket))
     return call
 
 

@@ -156,8 +156,8 @@ class ExplainReport:
         table = format_table(("graph", "node", "op", "decision", "reason"), self.rows())
         notes = self.dynamo.lines()
         if pieces := list(dict.fromkeys(graph.ddp_bucket for graph in self.graphs if graph.ddp_bucket)):
-            notes.append(f"{', '.join(pieces)}: pieces of a graph that Dynamo split at DistributedDataParallel's gradient "
-                         "buckets, each compiled on its own (torch._dynamo.config.optimize_ddp = False keeps it whole)")
+            notes.append(f"{', '.join(pieces)}: pieces of what Dynamo traced, split at DistributedDataParallel's gradient "
+                         "buckets, each compiled on its own (torch._dynamo.config.optimize_ddp = False keeps a graph whole)")
         return "\n".join([table, "", *notes]) if notes else table
 
 

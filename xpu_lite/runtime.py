@@ -22,6 +22,8 @@ from . import _torch_compat as compat
 from .config import requested_device
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .codegen import WrapperCode
 
 DEVICE_PREFERENCE = ("xpu", "cuda", "cpu")
@@ -326,7 +328,7 @@ def kernel_function(name: str, source: str) -> Callable[..., Any]:
     return getattr(module, name)
 
 
-def _write_atomically(path: Any, text: str) -> None:
+def _write_atomically(path: Path, text: str) -> None:
     """Write a file whole or not at all. Processes that compile at once (a node's ranks,
     which share the cache directory) write the same kernel: written in place, one of them
     could import another's half-written file (a module without the kernel)."""
