@@ -68,6 +68,31 @@ def test_no_dead_code_for_unused_sizes() -> None:
     assert ".size(" not in source and "sym_size" not in source
 
 
+def test_an_assert_on_tensor_values_is_kept(device: str) -> None:
+    """Dead-code elimination keeps what returns nothing but checks: one_hot's trace asserts
+    that its classes are in range (`_assert_async`). Before 2026-11-28 the default mode
+    removed the asserts as dead, and a class out of range gave a row of zeros where eager
+    raises. (A class out of range on cpu only: on a GPU the assert is a device assert,
+    which ends the context.)"""
+    def fn(labels: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.one_hot(labels, 3).float() * 2
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for labels in ([0, 2, 1], [2, 2, 0, 1, 1]):
+            labels = torch.tensor(labels, device=device)
+            torch.testing.assert_close(compiled(labels), fn(labels), rtol=0, atol=0)
+    asserts = [d for r in reports for d in r.decisions if d.op == "aten._assert_async.msg"]
+    assert len(asserts) == 2 and all(d.node in r.emitted for r in reports for d in asserts)
+    assert all(d.why() == "data dependent: checks a tensor's values, raising eager's error where they fail" for d in asserts)
+    if device == "cpu":
+        for bad in ([0, 3], [-1, 0]):
+            with pytest.raises(RuntimeError, match="Class values must be"):
+                fn(torch.tensor(bad))
+            with pytest.raises(RuntimeError, match="Class values must be"):
+                compiled(torch.tensor(bad))
+
+
 def test_buffers_are_freed_after_last_use() -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         return x.sin().cos().exp()

@@ -148,7 +148,9 @@ class _WrapperBuilder:
         if self.decisions[node.name].kind is DecisionKind.ASSERT:
             return True
         target = node.target
-        return isinstance(target, torch._ops.OpOverload) and (target._schema.is_mutable or is_random(target))
+        # is_impure: what FX's dead-code elimination keeps, asserts among it (one_hot's
+        # `_assert_async` that its classes are in range: removed, a bad class gave a result)
+        return node.is_impure() or isinstance(target, torch._ops.OpOverload) and (target._schema.is_mutable or is_random(target))
 
     def _live(self) -> set[torch.fx.Node]:
         live: set[torch.fx.Node] = set(self.placeholders)

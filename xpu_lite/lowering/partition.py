@@ -35,6 +35,8 @@ ASSERT_FUNCTIONS: frozenset[Any] = frozenset(
     {aten._assert_scalar.default, aten.sym_constrain_range_for_size.default, aten.sym_constrain_range.default}
 )
 DATA_DEPENDENT_OPS: frozenset[Any] = frozenset({aten._local_scalar_dense.default, aten.nonzero.default})
+# asserts on a tensor's values that decompositions leave (one_hot's classes in range)
+TENSOR_ASSERTS: frozenset[Any] = frozenset({aten._assert_async.default, aten._assert_async.msg})
 
 
 def op_name(target: Any) -> str:
@@ -93,6 +95,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         return fallback(FallbackKind.OUTSIDE_REGION, "lite mode: not in a compile region")
     if target in DATA_DEPENDENT_OPS:
         return fallback(FallbackKind.DATA_DEPENDENT, "result size or value depends on tensor data")
+    if target in TENSOR_ASSERTS:
+        return fallback(FallbackKind.DATA_DEPENDENT, "checks a tensor's values, raising eager's error where they fail")
     if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
         return fallback(FallbackKind.MUTATION, "writes its inputs in place")
     val = node.meta.get("val")
