@@ -68,29 +68,43 @@ def test_no_dead_code_for_unused_sizes() -> None:
     assert ".size(" not in source and "sym_size" not in source
 
 
-def test_an_assert_on_tensor_values_is_kept(device: str) -> None:
-    """Dead-code elimination keeps what returns nothing but checks: one_hot's trace asserts
-    that its classes are in range (`_assert_async`). Before 2026-11-28 the default mode
-    removed the asserts as dead, and a class out of range gave a row of zeros where eager
-    raises. (A class out of range on cpu only: on a GPU the assert is a device assert,
-    which ends the context.)"""
-    def fn(labels: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.one_hot(labels, 3).float() * 2
+_VALUE_CHECKS = {  # fn, inputs eager accepts, inputs eager refuses, eager's message
+    "one_hot": (lambda labels: torch.nn.functional.one_hot(labels, 3).float() * 2,
+                [[torch.tensor([0, 2, 1])], [torch.tensor([2, 2, 0, 1, 1])]],
+                [[torch.tensor([0, 3])], [torch.tensor([-1, 0])]], "Class values must be"),
+    "binary_cross_entropy": (lambda p, t: torch.nn.functional.binary_cross_entropy(p * 2, t),
+                             [[torch.tensor([0.1, 0.4]), torch.tensor([1.0, 0.0])],
+                              [torch.tensor([0.3, 0.2, 0.5]), torch.tensor([0.0, 1.0, 1.0])]],
+                             [[torch.tensor([0.2, 0.7]), torch.tensor([1.0, 0.0])],
+                              [torch.tensor([float("nan"), 0.1]), torch.tensor([1.0, 0.0])]],
+                             "all elements of input should be between 0 and 1"),
+}
 
+
+@pytest.mark.parametrize("case", _VALUE_CHECKS)
+def test_an_assert_on_tensor_values_is_kept(device: str, case: str) -> None:
+    """What eager checks in a tensor's values, the default mode checks too, raising eager's
+    error. one_hot's trace asserts that its classes are in range (`_assert_async`): before
+    2026-11-28 dead-code elimination removed those asserts, and a class out of range gave a
+    row of zeros. binary_cross_entropy's decomposition (torch._decomp's, Inductor's) did not
+    check its input at all: out of [0, 1] it gave NaN or a finite loss; it asserts now.
+    (Refused inputs on cpu only: on a GPU the assert is a device assert, which ends the
+    context, as eager's cuda kernels assert there.)"""
+    fn, good, bad, message = _VALUE_CHECKS[case]
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:
-        for labels in ([0, 2, 1], [2, 2, 0, 1, 1]):
-            labels = torch.tensor(labels, device=device)
-            torch.testing.assert_close(compiled(labels), fn(labels), rtol=0, atol=0)
-    asserts = [d for r in reports for d in r.decisions if d.op == "aten._assert_async.msg"]
-    assert len(asserts) == 2 and all(d.node in r.emitted for r in reports for d in asserts)
-    assert all(d.why() == "data dependent: checks a tensor's values, raising eager's error where they fail" for d in asserts)
+        for args in good:
+            args = [a.to(device) for a in args]
+            torch.testing.assert_close(compiled(*args), fn(*args))
+    asserts = [(r, d) for r in reports for d in r.decisions if d.op == "aten._assert_async.msg"]
+    assert asserts and all(d.node in r.emitted for r, d in asserts)
+    assert all(d.why().startswith("data dependent: checks a tensor's values, raising eager's error") for _, d in asserts)
     if device == "cpu":
-        for bad in ([0, 3], [-1, 0]):
-            with pytest.raises(RuntimeError, match="Class values must be"):
-                fn(torch.tensor(bad))
-            with pytest.raises(RuntimeError, match="Class values must be"):
-                compiled(torch.tensor(bad))
+        for args in bad:
+            with pytest.raises(RuntimeError, match=message):
+                fn(*args)
+            with pytest.raises(RuntimeError, match=message):
+                compiled(*args)
 
 
 def test_buffers_are_freed_after_last_use() -> None:

@@ -124,6 +124,9 @@ def mse_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch
 
 def binary_cross_entropy(x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
                          reduction: int = 1) -> torch.Tensor:
+    # eager checks its input (cpu raises, cuda's kernel asserts on the device); torch._decomp's
+    # formula, Inductor's too, gives NaN or a finite loss instead
+    torch._assert_async(((x >= 0) & (x <= 1)).all(), "all elements of input should be between 0 and 1")
     dtype = _half(x, target, weight)
     if dtype is None:
         return _torch(aten.binary_cross_entropy.default, x, target, weight, reduction)
