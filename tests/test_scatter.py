@@ -147,6 +147,25 @@ def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
     raise_as_in_eager(cases)
 
 
+@pytest.mark.parametrize("op", ["index_add", "index_reduce"])
+def test_a_source_of_another_shape_raises_as_in_eager(device: str, op: str) -> None:
+    """index_add and index_reduce take a source shaped as the input but for `dim`; eager
+    refuses a source that an index_put would broadcast (a (2,) source into a (3, 2)
+    input's rows). torch._decomp's index_add does not check, and before 2026-11-28 the
+    default mode added the broadcast rows."""
+    fn = {"index_add": lambda x, i, s: x.index_add(0, i, s),
+          "index_reduce": lambda x, i, s: x.index_reduce(0, i, s, "amax")}[op]
+    x, i = torch.zeros(3, 2, device=device), torch.tensor([0, 2], device=device)
+    message = "source tensor shape must match self tensor shape, excluding the specified dimension"
+    with pytest.raises(RuntimeError, match=message):
+        fn(x, i, torch.tensor([2.0, 4.0], device=device))
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with pytest.raises(RuntimeError, match=message):
+        compiled(x, i, torch.tensor([2.0, 4.0], device=device))
+    source = torch.randn(2, 2, device=device)  # the right shape: as eager, in kernels
+    assert_bitwise(compiled(x, i, source), fn(x, i, source))
+
+
 def test_deterministic_algorithms_keep_float_adds_eager() -> None:
     """A GPU's float atomic adds run in any order: with torch.use_deterministic_algorithms
     the float accumulation is eager's (with the reason), integer adds stay kernels; Dynamo

@@ -78,6 +78,7 @@ def index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.T
     Eager's cpu kernel adds float16/bfloat16 without alpha in float32 and rounds once (with
     alpha it adds in the dtype, as index_put does), and float32 with alpha as an axpy (the
     product fused into the add, one rounding), which an atomic add cannot: that keeps the op."""
+    _check_source_shape(self, dim, source)
     if alpha == 1 and _half_on_cpu(self):
         return self.float().index_add(dim, index, source.float()).to(self.dtype)
     if alpha != 1 and self.device.type == "cpu" and self.dtype == torch.float32:
@@ -85,6 +86,18 @@ def index_add(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.T
     if alpha != 1 and self.dtype.is_floating_point:
         source, alpha = source * torch.scalar_tensor(alpha, dtype=self.dtype, device=self.device), 1
     return compat.decomposition_table[aten.index_add.default](self, dim, index, source, alpha=alpha)
+
+
+def _check_source_shape(self: torch.Tensor, dim: int, source: torch.Tensor) -> None:
+    """index_add's and index_reduce's check that eager's meta makes (index_func_meta_impl)
+    and torch._decomp's does not (an index_put broadcasts source, a (2,) source into a
+    (3, 2) input's rows): the shapes match but for `dim`."""
+    self_sizes, source_sizes = list(self.shape), list(source.shape)
+    if self.dim() and source.dim():
+        del self_sizes[dim % self.dim()], source_sizes[dim % source.dim()]
+    torch._check(self_sizes == source_sizes, lambda: (
+        "source tensor shape must match self tensor shape, excluding the specified dimension. "
+        f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}"))
 
 
 def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int, padding_idx: int,
@@ -156,6 +169,7 @@ def index_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, source: torc
     multiply) and dtypes kernels do not compute keep the op."""
     if reduce not in ("mean", "amax", "amin") or self.dtype not in KERNEL_DTYPES + _SMALL:
         return NotImplemented
+    _check_source_shape(self, dim, source)
     if self.dim() == 0:
         return index_reduce(self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self).reshape(())
     dim %= self.dim()
