@@ -35,6 +35,29 @@ def test_policy_keeps_and_decomposes_disjoint_sets() -> None:
     assert aten.hardsigmoid.default in decompose  # a core ATen decomposition
 
 
+_ARGUMENT_CHECKS = {  # fn, its arguments, eager's exception and message
+    "select_scatter past the end": (lambda x, v: torch.select_scatter(x, v, 0, 5) * 2, IndexError,
+                                    r"select\(\): index 5 out of range"),
+    "select_scatter before the start": (lambda x, v: torch.select_scatter(x, v, 0, -4) * 2, IndexError,
+                                        r"select\(\): index -4 out of range"),
+    "smooth_l1_loss with a negative beta": (lambda x, v: F.smooth_l1_loss(x[0], v, beta=-1.0), RuntimeError,
+                                            "smooth_l1_loss does not support negative values for beta"),
+}
+
+
+@pytest.mark.parametrize("case", _ARGUMENT_CHECKS)
+def test_decompositions_check_arguments_as_eager(device: str, case: str) -> None:
+    """Checks of arguments that eager's kernels make and neither the op's meta nor
+    torch._decomp's formula does: before 2026-11-28 the default mode placed nothing for a
+    select_scatter index past the end and took a negative beta."""
+    fn, error, message = _ARGUMENT_CHECKS[case]
+    x, v = torch.randn(3, 2, device=device), torch.randn(2, device=device)
+    with pytest.raises(error, match=message):
+        fn(x, v)
+    with pytest.raises(error, match=message):
+        torch.compile(fn, backend="xpu_lite", dynamic=True)(x, v)
+
+
 def test_keep_ops_of_aliasing_cia_op_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be kept as one node"):
         build_plan(parse_config("lite", {"keep_ops": ["aten.reshape"]}))

@@ -149,6 +149,8 @@ def logit(x: torch.Tensor, eps: float | None = None) -> torch.Tensor:
 
 
 def smooth_l1_loss(x: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0) -> torch.Tensor:
+    # eager's check, which neither its meta nor torch._decomp's formula makes
+    torch._check(beta >= 0, lambda: "smooth_l1_loss does not support negative values for beta.")
     return _piecewise_loss(aten.smooth_l1_loss.default, x, target, reduction, beta, torch.float16, lambda z, b, held: (
         torch.where(z < b, held(held(held(0.5 * z) * z) / b), z - held_value(0.5 * b, torch.float16))))
 

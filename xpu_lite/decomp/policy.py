@@ -104,6 +104,8 @@ _NEAREST = {f"{prefix}{dims}d": exact for prefix, exact in (("upsample_nearest",
 _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]] = {
     aten.take.default: (scatters.take, "take as index.Tensor of the flattened input: a 0-dim index stays a tensor"),
     aten.put.default: (scatters.put, "put as index_put of the flattened input: a scatter kernel"),
+    aten.select_scatter.default: (scatters.select_scatter, "select_scatter kept whole (lowered), its index checked as "
+                                                           "eager checks it"),
     aten.masked_scatter.default: (scatters.masked_scatter,
                                   "masked_scatter as a cumsum of the mask and a lookup of the source"),
     aten.scatter_add.default: (scatters.scatter_add, "scatter_add of float16/bfloat16 on cpu added in float32 and "

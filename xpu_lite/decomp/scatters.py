@@ -30,6 +30,16 @@ def put(self: torch.Tensor, index: torch.Tensor, source: torch.Tensor, accumulat
     return aten.index_put(self.reshape(-1), [index], source.reshape(index.shape), accumulate).view(self.shape)
 
 
+def select_scatter(self: torch.Tensor, src: torch.Tensor, dim: int, index: Any) -> Any:
+    """select_scatter checks its index as eager's does (its meta does not: a kernel placed
+    nothing for an index past the end), then keeps the op, which a kernel places whole."""
+    size = self.shape[dim]
+    message = lambda: f"select(): index {index} out of range for tensor of size {list(self.shape)} at dimension {dim}"  # noqa: E731
+    torch._check_index(index >= -size, message)
+    torch._check_index(index < size, message)
+    return NotImplemented
+
+
 def masked_scatter(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> Any:
     """masked_scatter as eager's cuda algorithm (Inductor's): the k-th set position of the
     mask takes source's k-th element (a cumsum of the mask), read by a lookup; eager's
