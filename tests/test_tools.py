@@ -42,6 +42,16 @@ def test_sweep_with_a_data_dependent_leading_size(capsys) -> None:
     assert "'ok': 0, 'failed': 0, 'known': 0, 'skipped': 2" in capsys.readouterr().out
 
 
+def test_sweep_of_error_inputs(capsys) -> None:
+    # index_add of a source broadcast into the rows and one_hot of a class out of range: the
+    # default mode computed both before 2026-11-28; aminmax's out= of another dtype is taken
+    # by every backend (known)
+    assert sweep.main(["--mode", "default", "--errors", "--ops", "index_add,nn.functional.one_hot,aminmax"]) == 0
+    out = capsys.readouterr().out
+    assert "known aminmax[3]: aot_eager does not raise either" in out
+    assert re.search(r"error inputs: \{'ok': [1-9]\d*, 'failed': 0, 'known': 1", out), out
+
+
 @pytest.mark.parametrize("layout", ["strided", "permuted"])
 def test_layouts_give_runs_other_strides_of_the_same_values(layout: str) -> None:
     from torch.testing._internal.opinfo.core import SampleInput

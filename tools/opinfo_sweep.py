@@ -14,6 +14,7 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --mode default --layout strided  # inputs as views of every other element
     python tools/opinfo_sweep.py --training --autocast bfloat16   # each call under torch.autocast
     python tools/opinfo_sweep.py --mode default --unbacked        # the input's first size data-dependent
+    python tools/opinfo_sweep.py --mode default --errors          # what eager refuses, refused compiled too
 
 Lite mode must be bitwise equal (rtol = atol = 0, NaNs equal); the default mode compiles
 kernels and is compared at --rtol/--atol (the Triton interpreter runs them on cpu: slow), and
@@ -27,6 +28,7 @@ other, and on a few elements eager's roundings can cancel by luck. A float32 res
 the default or region mode outside --rtol/--atol gets the same look (at most 2x eager's
 error vs float64): where eager's own rounding is the difference (a layer_norm over one
 element, whose exact weight gradient is 0, eager's ~1e-5, the kernels' and Inductor's 0).
+With --errors, each OpInfo's error inputs (what eager refuses) must raise compiled too.
 Prints one line per failure as it goes, progress every 50 ops, and a summary; exits 1 if
 anything failed. Uninitialized results (empty*) are compared by metadata only. Samples on
 which eager itself raises, and samples aot_eager cannot compile either (Dynamo raises, or
@@ -97,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unbacked", action="store_true",
                         help="the first input's leading size data-dependent inside the function (an index_select "
                              "by nonzero of all ones), eager alike")
+    parser.add_argument("--errors", action="store_true",
+                        help="each OpInfo's error inputs instead of its samples: the compiled call must raise where "
+                             "eager raises (all of them; --dtype, --samples and --training do not apply)")
     parser.add_argument("--fallbacks", action="store_true",
                         help="at the end, the eager calls of the compiled graphs by op and reason, most first")
     args = parser.parse_args(argv)
@@ -115,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
     # Backend failures are recorded per sample; Dynamo's graph-break warnings would repeat them.
     torch._logging.set_logs(dynamo=logging.ERROR)
+    if args.errors:  # each error input's failing meta would be logged with its traceback
+        logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
     from torch.testing._internal.common_methods_invocations import op_db
 
     wanted = {name for name in args.ops.split(",") if name}
@@ -129,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     for i, op in enumerate(ops):
         if i and i % 50 == 0:
             print(f"... {i}/{len(ops)} ops, {counts}, {time.perf_counter() - start:.0f} s", flush=True)
+        if args.errors:
+            for k, error_input in enumerate(_error_inputs(op, args.device)):
+                _count(counts, op, k, check_error(op, error_input.sample_input, args.mode), args.training)
+            continue
         if dtype not in op.supported_dtypes(args.device) or (args.training and not op.supports_autograd):
             continue
         try:
@@ -137,27 +148,68 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for k, sample in enumerate(samples):
             verdict = check(op, sample, args.mode, args.training, tol, fallbacks, args.layout, autocast, args.unbacked)
-            if verdict is None:
-                counts["ok"] += 1
-            elif verdict.startswith("skip"):
-                counts["skipped"] += 1
-            elif verdict.startswith("known"):
-                counts["known"] += 1
-                print(f"{verdict.replace('known', f'known {_name(op)}[{k}]', 1)}", flush=True)
-            elif args.training and verdict.startswith(KNOWN_TRAINING.get(_name(op), ("\0",))[0]):
-                counts["known"] += 1
-                print(f"known {_name(op)}[{k}]: {KNOWN_TRAINING[_name(op)][1]}", flush=True)
-            else:
-                counts["failed"] += 1
-                print(f"FAIL {_name(op)}[{k}]: {verdict}", flush=True)
+            _count(counts, op, k, verdict, args.training)
     under = (f" under autocast({args.autocast})" if args.autocast else "") + (", unbacked" if args.unbacked else "")
-    print(f"{args.mode} mode, {args.device}, {args.dtype}{under}, {'training' if args.training else 'inference'}: {counts} "
-          f"over {len(ops)} ops in {time.perf_counter() - start:.0f} s")
+    what = "error inputs" if args.errors else f"{args.dtype}{under}, {'training' if args.training else 'inference'}"
+    print(f"{args.mode} mode, {args.device}, {what}: {counts} over {len(ops)} ops in {time.perf_counter() - start:.0f} s")
     if fallbacks is not None:
         print(f"eager calls in the compiled graphs ({sum(fallbacks.values())}), by op and reason:")
         for (op_name, reason), n in sorted(fallbacks.items(), key=lambda item: (-item[1], item[0])):
             print(f"{n:6d}  {op_name}: {reason}")
     return 1 if counts["failed"] else 0
+
+
+def _count(counts: dict[str, int], op, k: int, verdict: str | None, training: bool) -> None:
+    """Counts a sample's verdict, printing the known and the failed."""
+    if verdict is None:
+        counts["ok"] += 1
+    elif verdict.startswith("skip"):
+        counts["skipped"] += 1
+    elif verdict.startswith("known"):
+        counts["known"] += 1
+        print(f"{verdict.replace('known', f'known {_name(op)}[{k}]', 1)}", flush=True)
+    elif training and verdict.startswith(KNOWN_TRAINING.get(_name(op), ("\0",))[0]):
+        counts["known"] += 1
+        print(f"known {_name(op)}[{k}]: {KNOWN_TRAINING[_name(op)][1]}", flush=True)
+    else:
+        counts["failed"] += 1
+        print(f"FAIL {_name(op)}[{k}]: {verdict}", flush=True)
+
+
+def _error_inputs(op, device: str) -> list:
+    try:
+        return list(op.error_inputs(torch.device(device)))
+    except Exception:  # noqa: BLE001  (an OpInfo without error inputs, or none for this device)
+        return []
+
+
+def check_error(op, sample, mode: str) -> str | None:
+    """None when the compiled call raises where eager raises; 'skip: ...' where eager does
+    not raise (an error input of another device), 'known: ...' where aot_eager does not
+    raise either."""
+    from xpu_lite import compile_region
+
+    def fn(x, *args, **kwargs):
+        with compile_region() if mode == "region" else contextlib.nullcontext():
+            return op.op(x, *args, **kwargs)
+
+    def raises(compiled) -> bool:
+        torch._dynamo.reset()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                _run_sample(compiled, sample, training=False)
+            except Exception:  # noqa: BLE001
+                return True
+        return False
+
+    if not raises(fn):
+        return "skip: eager does not raise"
+    if raises(torch.compile(fn, backend="xpu_lite", dynamic=True, mode=None if mode == "default" else "lite")):
+        return None
+    if not raises(torch.compile(fn, backend="aot_eager", dynamic=True)):
+        return "known: aot_eager does not raise either"
+    return "eager and aot_eager raise, the compiled call does not"
 
 
 def _name(op) -> str:
