@@ -120,7 +120,7 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
     not_lowered = LOWERINGS.rejection(node)
     if not_lowered is None:
         return Decision(name, op, DecisionKind.KERNEL, note=note)
-    if _host_float64(val) or (_host_scalar(val) and any(_host_float64(a.meta.get("val")) for a in node.all_input_nodes)):
+    if _host_math(node, val):
         # on a GPU the same nodes are `other device` ones: host math on every device
         return fallback(FallbackKind.HOST_SCALAR, "float64 math of 0-dim host values (a Python float under dynamic=True, "
                                                   "which AOTAutograd makes a tensor), as on every device")
@@ -138,6 +138,15 @@ def _host_scalar(val: Any) -> bool:
 
 def _host_float64(val: Any) -> bool:
     return _host_scalar(val) and val.dtype == torch.float64
+
+
+def _host_math(node: torch.fx.Node, val: Any) -> bool:
+    """float64 math of 0-dim host values only (a reduction of a float64 tensor to 0 dims is
+    not: on a GPU that tensor is the device's)."""
+    inputs = [a.meta.get("val") for a in node.all_input_nodes]
+    if not all(_host_scalar(v) for v in inputs if isinstance(v, torch.Tensor)):
+        return False
+    return _host_float64(val) or (_host_scalar(val) and any(_host_float64(v) for v in inputs))
 
 
 def selected(node: torch.fx.Node, config: LiteConfig) -> bool:
