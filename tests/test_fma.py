@@ -96,6 +96,33 @@ def test_an_in_place_optimizer_step_is_one_kernel(device: str) -> None:
     assert {row[2] for row in rows if row[3] == "fallback"} == {"aten.copy_.default"}, rows  # stored in place by the kernel
 
 
+def _sgd_like(p: torch.Tensor, buf: torch.Tensor, g: torch.Tensor, dampening: int) -> None:
+    buf.mul_(0.9).add_(g, alpha=1 - dampening)  # SGD's momentum buffer: alpha a symbol of an int
+    p.sub_(buf, alpha=dampening * 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_a_symbolic_alpha_is_a_kernel_argument(device: str, dtype: torch.dtype) -> None:
+    """Under dynamic=True a Python int is a symbol, and so is an `alpha` made of it (SGD's
+    `alpha=1 - dampening`, its dampening from the param group): before 2026-11-28 the
+    add/sub lowering took it for a literal and the compile failed (TypeError: float()
+    argument ... not 'Node'): a compiled SGD step with momentum, and one with a GradScaler.
+    It is an argument of the kernel (converted as eager's kernel converts alpha: to
+    float32, on cpu to a float16/bfloat16 result's dtype): one graph for every value,
+    bitwise eager's."""
+    # float16/bfloat16: one op (a kernel rounds once where eager's two ops round twice)
+    fn = _sgd_like if dtype == torch.float32 else lambda p, buf, g, dampening: p.sub_(g, alpha=1 - dampening)
+    torch.manual_seed(0)
+    eager = [torch.randn(1024, device=device, dtype=dtype) for _ in range(3)]  # eager's vectorized body's
+    compiled_args = [t.clone() for t in eager]
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for dampening in (2, 3, 7):
+        fn(*eager, dampening)
+        compiled(*compiled_args, dampening)
+        assert_bitwise(compiled_args, eager)
+    assert xpu_lite.counters.graphs_compiled == 1 and xpu_lite.counters.kernels_compiled == 1
+
+
 _BACKWARDS = {  # op -> its forward, which saves y
     "tanh_backward": (torch.ops.aten.tanh_backward.default, torch.tanh),
     "sigmoid_backward": (torch.ops.aten.sigmoid_backward.default, torch.sigmoid),

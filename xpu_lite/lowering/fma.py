@@ -42,13 +42,17 @@ def _add_sub(op: str) -> Any:
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
         cdt, held = _out_cdt(node), scalar_dtype(node)
         alpha = node.kwargs.get("alpha", 1)
+        if isinstance(alpha, torch.fx.Node):  # a SymFloat/SymInt: a Python float under dynamic=True (an optimizer's lr)
+            alpha = Ref(b.sym(alpha))
         a, other = operand(b, node, x, 0, cdt), operand(b, node, y, 1, cdt)
-        if alpha == 1:
+        if not isinstance(alpha, Ref) and alpha == 1:
             return b.compute(op, (a, other), node, cdt)
         if not cdt.is_floating_point:
             return b.compute(op, (a, b.compute("mul", (other, _arg(b, alpha, cdt, node)), node, cdt)), node, cdt)
-        scale = alpha if op == "add" else -alpha
+        scale = alpha if op == "add" or isinstance(alpha, Ref) else -alpha
         scale_value = _arg(b, scale, cdt, node) if held is None else _in_dtype(b, scale, held, node)
+        if op == "sub" and isinstance(alpha, Ref):
+            scale_value = b.compute("neg", (scale_value,), node, cdt)
         return b.compute("fma", (other, scale_value, a), node, cdt)
 
     return rule
