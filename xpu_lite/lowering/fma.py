@@ -52,7 +52,7 @@ def _add_sub(op: str) -> Any:
         scale = alpha if op == "add" or isinstance(alpha, Ref) else -alpha
         scale_value = _arg(b, scale, cdt, node) if held is None else _in_dtype(b, scale, held, node)
         if op == "sub" and isinstance(alpha, Ref):
-            scale_value = b.compute("neg", (scale_value,), node, cdt)
+            scale_value = b.compute("fneg", (scale_value,), node, cdt)  # -0.0 for 0, as eager's -alpha
         return b.compute("fma", (other, scale_value, a), node, cdt)
 
     return rule
