@@ -954,3 +954,18 @@ def test_a_row_of_one_repeated_value_has_its_exact_mean_and_no_variance(device: 
         torch.testing.assert_close(g[4:], e[4:], rtol=1e-4, atol=1e-5)
     assert torch.equal(got[2][:4], bias.expand(4, 37))
     assert xpu_lite.counters.kernels_compiled >= 1
+
+
+def test_a_correction_computed_from_an_int_argument(device: str) -> None:
+    """var/std's `correction` made of a Python int under dynamic=True reaches the kernel as
+    a symbol: before 2026-11-28 the variance lowering took it for a literal and the compile
+    failed (TypeError: float() argument ... not 'Node'). Dynamo then guards on its value
+    (a graph per value, aot_eager alike); each is a kernel, as eager within tolerance."""
+    def fn(x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+        return (x.std(0, correction=k - 2), *torch.var_mean(x, 1, correction=k))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for k in (5, 6):
+        x = torch.randn(8, 9, device=device)
+        torch.testing.assert_close(compiled(x, k), fn(x, k), rtol=1e-5, atol=1e-6)
+    assert xpu_lite.counters.fallback_nodes == 0

@@ -184,8 +184,11 @@ def _variance(b: Any, node: torch.fx.Node, x: Any) -> tuple[int, int]:
     zero = b.constant(0.0, f32)
     spread = b.compute("clamp_min", (spread, zero), node, f32)
     correction = node.kwargs.get("correction")
-    correction = 1.0 if correction is None else float(correction)
-    divisor = b.compute("clamp_min", (b.compute("sub", (n, b.constant(correction, f32)), node, f32), zero), node, f32)
+    if isinstance(correction, torch.fx.Node):  # a symbol (an int under dynamic=True): a kernel argument
+        correction_value = b.cast(b.sym(correction), f32, node)
+    else:
+        correction_value = b.constant(1.0 if correction is None else float(correction), f32)
+    divisor = b.compute("clamp_min", (b.compute("sub", (n, correction_value), node, f32), zero), node, f32)
     return b.compute("truediv", (spread, divisor), node, f32), mean
 
 
