@@ -371,10 +371,9 @@ def _nan_to_num(b: Any, node: torch.fx.Node, x: Any, *params: Any) -> int:
     finfo = torch.finfo(node.meta["val"].dtype)
     names = ("nan", "posinf", "neginf")
     values = list(params) + [node.kwargs.get(n) for n in names[len(params):]]
-    nan = 0.0 if values[0] is None else float(values[0])
-    posinf = finfo.max if values[1] is None else float(values[1])
-    neginf = finfo.min if values[2] is None else float(values[2])
-    consts = tuple(b.constant(v, torch.float32) for v in (nan, posinf, neginf))
+    # a value given may be a symbol (Ref: a kernel argument), never read as a Python float
+    consts = tuple(b.constant(default, torch.float32) if v is None else _arg(b, v, torch.float32, node)
+                   for v, default in zip(values, (0.0, finfo.max, finfo.min)))
     return b.compute("nan_to_num", (_arg(b, x, torch.float32, node), *consts), node, torch.float32)
 
 
