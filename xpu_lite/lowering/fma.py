@@ -42,7 +42,7 @@ def _add_sub(op: str) -> Any:
     def rule(b: Any, node: torch.fx.Node, x: Any, y: Any) -> int:
         cdt, held = _out_cdt(node), scalar_dtype(node)
         alpha = node.kwargs.get("alpha", 1)
-        if isinstance(alpha, torch.fx.Node):  # a SymFloat/SymInt: a Python float under dynamic=True (an optimizer's lr)
+        if isinstance(alpha, torch.fx.Node):  # a SymInt/SymFloat: a Python number under dynamic=True (SGD's 1 - dampening)
             alpha = Ref(b.sym(alpha))
         a, other = operand(b, node, x, 0, cdt), operand(b, node, y, 1, cdt)
         if not isinstance(alpha, Ref) and alpha == 1:
