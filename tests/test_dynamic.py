@@ -110,6 +110,22 @@ def test_symint_scalar_arguments(device: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1
 
 
+def test_a_tensor_filled_with_an_int_argument_is_a_kernel(device: str) -> None:
+    """`torch.full`/`full_like`/`new_full` of an int argument, a symbol under dynamic=True
+    (a padding id passed in, a gather's index made of one): the kernel takes it as an
+    int64 argument and converts it once, as eager does (float16/bfloat16 included). Before
+    2026-11-28 such a fill ran eagerly ("needs a fill value that is a kernel literal")."""
+    def fn(x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+        return (torch.full((x.shape[0],), k) * x[:, 0], torch.full_like(x, k * 1000 + 1, dtype=torch.float16),
+                x.new_full((3,), k, dtype=torch.bfloat16), x.gather(0, torch.full((1, x.shape[1]), k - 3, device=x.device)))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for k in (3, 5, 9):
+        x = torch.randn(8, 4, device=device)
+        assert_bitwise(compiled(x, k), fn(x, k))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+
+
 def test_zero_recompiles_over_five_sizes(device: str) -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         h = torch.nn.functional.layer_norm(x, x.shape[-1:])

@@ -463,7 +463,11 @@ _reg((aten.clone.default,), checker(READABLE, READABLE, {"memory_format": None})
 _reg((aten.lift_fresh_copy.default,), checker(READABLE, READABLE), _convert)  # a fresh copy of a graph constant
 LOWERINGS.register(aten.copy.default, checker=checker(READABLE, READABLE, {"non_blocking": None}), unread=(0,))(_copy)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
-_LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]), "a fill value that is a kernel literal")
+# a literal, or an int symbol (`torch.full(shape, k)` of an int argument under dynamic=True),
+# which the kernel takes as an int64 argument and converts once, as eager does; a float one
+# would come as float32, rounded twice into float16/bfloat16
+_LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]) or isinstance(n.args[1], torch.fx.Node) and isinstance(
+    n.args[1].meta.get("val"), torch.SymInt), "a fill value that is a kernel literal or an int symbol")
 _reg((aten.full.default,), checker(READABLE, READABLE, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
 _SCALAR_TENSORS = (aten.scalar_tensor.default, prims.scalar_tensor.default)  # prims': xlogy's with a Python number
 _reg(_SCALAR_TENSORS, checker(READABLE, READABLE, _SAME_DEVICE), _full)
