@@ -50,6 +50,19 @@ def xpu_lite_log() -> Iterator[list[str]]:
             root.removeHandler(added)
 
 
+@contextlib.contextmanager
+def one_rank(store: str) -> Iterator[None]:
+    """A distributed run of one rank (torch's default backend for each device: gloo on
+    cpu), its store the file `store`; destroyed after."""
+    import torch.distributed as dist
+
+    dist.init_process_group(store=dist.FileStore(store, 1), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
     # every test's random data the same on every run (a failure reproduces; none is flaky)

@@ -14,7 +14,7 @@ import xpu_lite
 from xpu_lite.lowering import LoweringError
 from xpu_lite.report import capture
 
-from .conftest import xpu_lite_log
+from .conftest import one_rank, xpu_lite_log
 
 
 def fn(x: torch.Tensor) -> torch.Tensor:
@@ -124,13 +124,8 @@ def test_debug_dir_writes_each_stage(tmp_path: Path) -> None:
 
 def test_debug_dir_of_a_distributed_run_has_a_folder_per_rank(tmp_path: Path) -> None:
     """Each rank numbers its graphs from graph_0: in one folder they would overwrite each other."""
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
-    try:
+    with one_rank(str(tmp_path / "store")):
         torch.compile(fn, backend="xpu_lite", options={"mode": "lite", "debug_dir": str(tmp_path / "debug")})(torch.randn(3, 4))
-    finally:
-        dist.destroy_process_group()
     (graph_dir,) = list((tmp_path / "debug" / "rank_0").iterdir())
     assert graph_dir.name.startswith("graph_") and (graph_dir / "inference_wrapper.py").exists()
 

@@ -20,7 +20,7 @@ import xpu_lite
 from xpu_lite import DecisionKind, FallbackKind
 from xpu_lite.report import capture
 
-from .conftest import assert_bitwise
+from .conftest import assert_bitwise, one_rank
 from .test_kernels import ATOL, RTOL
 
 MODES = ("lite", "default")
@@ -695,10 +695,7 @@ def test_distributed_data_parallel(device: str, mode: str, tmp_path) -> None:
     to answer with fake outputs. Before 2026-11-28 that call was not counted as AOTAutograd's,
     so the user's first call got those fake outputs (a FakeTensor of size (s77, 4)), and a
     training step failed in the backward."""
-    import torch.distributed as dist
-
-    dist.init_process_group(store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
-    try:
+    with one_rank(str(tmp_path / "store")):
         torch.manual_seed(0)
         model = _Wide().to(device)
         eager = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=1.1)
@@ -712,8 +709,6 @@ def test_distributed_data_parallel(device: str, mode: str, tmp_path) -> None:
                 actual.square().sum().backward()
                 expected.square().sum().backward()
                 _check(mode, [p.grad for p in twin.parameters()], [p.grad for p in eager.parameters()])
-    finally:
-        dist.destroy_process_group()
     assert xpu_lite.counters.forward_graphs == 2  # DDPOptimizer's two pieces, each compiled once
     pieces = sorted({report.ddp_bucket for report in reports})
     assert len(pieces) == 2 and all(pieces)  # every graph compiled is a piece, explain says

@@ -84,7 +84,7 @@ def _addc(op: str) -> Any:
         cdt = _out_cdt(node)
         value = node.kwargs.get("value", 1)
         s, a, c = (_arg(b, o, cdt, node) for o in (x, t1, t2))
-        v = b.cast(b.sym(value), cdt, node) if isinstance(value, torch.fx.Node) else _arg(b, value, cdt, node)  # a SymInt (dynamic)
+        v = _arg(b, value, cdt, node)  # a literal, or a SymInt (dynamic)
 
         def compute(name: str, *args: int) -> int:
             return b.compute(name, args, node, cdt)

@@ -33,6 +33,11 @@ def cpu_scalar(arg: Any) -> bool:
 
 
 def _arg(b: Any, value: Any, dtype: torch.dtype, node: torch.fx.Node) -> int:
+    """`value` in `dtype`: a kernel value (Ref) cast, a Python number a constant, and a
+    symbol a keyword argument holds (alpha, value, correction of an int under
+    dynamic=True; positional ones reach rules as Refs) the kernel argument it is."""
+    if isinstance(value, torch.fx.Node):
+        value = Ref(b.sym(value))
     if isinstance(value, Ref):
         return b.cast(int(value), dtype, node)
     return b.constant(ir.convert_scalar(value, dtype), dtype)

@@ -183,11 +183,8 @@ def _variance(b: Any, node: torch.fx.Node, x: Any) -> tuple[int, int]:
     spread = b.compute("sub", (squares, b.compute("truediv", (b.compute("square", (drift,), node, f32), n), node, f32)), node, f32)
     zero = b.constant(0.0, f32)
     spread = b.compute("clamp_min", (spread, zero), node, f32)
-    correction = node.kwargs.get("correction")
-    if isinstance(correction, torch.fx.Node):  # a symbol (an int under dynamic=True): a kernel argument
-        correction_value = b.cast(b.sym(correction), f32, node)
-    else:
-        correction_value = b.constant(1.0 if correction is None else float(correction), f32)
+    correction = node.kwargs.get("correction")  # a literal, or a symbol (an int under dynamic=True)
+    correction_value = _arg(b, 1.0 if correction is None else correction, f32, node)
     divisor = b.compute("clamp_min", (b.compute("sub", (n, correction_value), node, f32), zero), node, f32)
     return b.compute("truediv", (spread, divisor), node, f32), mean
 
