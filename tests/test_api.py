@@ -306,3 +306,22 @@ def test_an_allocation_is_aten_by_design_even_under_strict() -> None:
     compiled = torch.compile(f, backend="xpu_lite", options={"strict": True}, dynamic=True)
     x = torch.randn(5, 3)
     assert torch.equal(compiled(x), f(x))
+
+
+def test_meta_tensors_run_eagerly_saying_why() -> None:
+    """A graph of meta tensors (shapes only: a model built on `device="meta"` to size it)
+    has no device Triton runs on: every node is eager's op, with the reason `other device`.
+    Before 2026-11-28 the default mode compiled kernels for it, and each failed to load
+    ("0 active drivers") with a warning."""
+    def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (torch.nn.functional.layer_norm(x, (x.shape[-1],), w).sin() * 2).sum(-1)
+
+    compiled = torch.compile(f, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5):
+            x, w = torch.randn(n, 4, device="meta"), torch.randn(4, device="meta")
+            result = compiled(x, w)
+            assert result.device.type == "meta" and result.shape == f(x, w).shape == (n,)
+    calls = [d for r in reports for d in r.decisions if d.kind not in (xpu_lite.DecisionKind.UNPACK, xpu_lite.DecisionKind.SIZE)]
+    assert calls and {str(d.reason).split(";")[0] for d in calls} == {
+        "other device: meta tensors: Triton kernels run on xpu, cuda, cpu"}, [d.why() for d in calls]

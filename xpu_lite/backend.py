@@ -34,7 +34,7 @@ from .lowering.kernel_builder import Group
 from .lowering.partition import selected
 from .lowering.space import contiguous_strides, strides_of
 from .report import COUNTERS, GraphReport, format_table, publish
-from .runtime import Subgraph, load_kernel, load_wrapper, reduction_strategy
+from .runtime import DEVICE_PREFERENCE, Subgraph, load_kernel, load_wrapper, reduction_strategy
 
 log = logging.getLogger(__name__)
 _graph_ids = itertools.count()
@@ -154,7 +154,8 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
         compiled.update(calls)
         node.meta[SUBGRAPHS_COMPILED] = True
     started = time.perf_counter()  # the subgraphs' time is in their own reports
-    lower_flex_attention(gm, lambda node: selected(node, config) and node.target not in plan.kept, device_type)
+    if device_type in DEVICE_PREFERENCE:  # else every node is eager's (partition: "other device")
+        lower_flex_attention(gm, lambda node: selected(node, config) and node.target not in plan.kept, device_type)
     decisions = partition(gm, plan, device_type)
     groups = fuse(gm, decisions)
     _demote_ungrouped(gm, groups, decisions, config.strict)

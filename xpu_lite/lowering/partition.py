@@ -14,6 +14,7 @@ import torch.fx
 from .. import _torch_compat as compat
 from ..config import LiteConfig
 from ..decomp import OP_BY_OP_KEY, DecompPlan, in_region_meta, is_random, own_decomposition_reason
+from ..runtime import DEVICE_PREFERENCE
 from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
 from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
@@ -104,6 +105,8 @@ def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device
         # decompositions make cpu 0-dim tensors (scalar_tensor) that eager mixes with device
         # tensors; a kernel on the device cannot store (or view) host memory
         return fallback(FallbackKind.OTHER_DEVICE, f"its result is a {val.device.type} tensor, the kernels run on {device_type}")
+    if device_type not in DEVICE_PREFERENCE:  # meta tensors (shapes only), mps, ...
+        return fallback(FallbackKind.OTHER_DEVICE, f"{device_type} tensors: Triton kernels run on {', '.join(DEVICE_PREFERENCE)}")
     if (by_design := LOWERINGS.declined(target)) is not None:
         return fallback(FallbackKind.ATEN_KERNEL, by_design)
     if target is compat.TRITON_KERNEL_FUNCTIONAL:  # strict=True accepts it: it is a Triton kernel
