@@ -117,7 +117,7 @@ def test_debug_dir_writes_each_stage(tmp_path: Path) -> None:
         "decomp_plan.txt", "dynamo_graph.py", "inference_aten_graph.py", "inference_decisions.txt",
         "inference_kernel_0.py", "inference_wrapper.py",
     ]
-    assert "def kernel_0(" in (graph_dir / "inference_kernel_0.py").read_text()
+    assert "def kernel_0_mul(" in (graph_dir / "inference_kernel_0.py").read_text()
     assert "def call(args):" in (graph_dir / "inference_wrapper.py").read_text()
     assert "outside region" in (graph_dir / "inference_decisions.txt").read_text()
 
@@ -325,3 +325,23 @@ def test_meta_tensors_run_eagerly_saying_why() -> None:
     calls = [d for r in reports for d in r.decisions if d.kind not in (xpu_lite.DecisionKind.UNPACK, xpu_lite.DecisionKind.SIZE)]
     assert calls and {str(d.reason).split(";")[0] for d in calls} == {
         "other device: meta tensors: Triton kernels run on xpu, cuda, cpu"}, [d.why() for d in calls]
+
+
+def test_a_kernel_function_is_named_by_its_label_and_ops() -> None:
+    """A GPU profile shows a kernel by its Triton function's name: the report's label, then
+    the ops it computes (before decomposition, at most five, first computed first), so the
+    forward's and the backward's `kernel_0` differ, and one graph's kernels read as what they
+    compute. Before 2026-11-28 every graph's first kernel was `kernel_0`."""
+    def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.gelu(torch.nn.functional.layer_norm(x, (x.shape[-1],), w))
+        return (y.sin().cos().exp().tanh().sigmoid() * 3).relu()
+
+    x, w = torch.randn(4, 8, requires_grad=True), torch.randn(8, requires_grad=True)
+    compiled = torch.compile(f, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        compiled(x, w).sum().backward()
+    forward, backward = ({name for source in r.kernels for name in re.findall(r"def (kernel_\w+)\(", source)} for r in reports)
+    assert forward == {"kernel_0_native_layer_norm_gelu_sin_cos_exp_persistent",
+                       "kernel_0_native_layer_norm_gelu_sin_cos_exp_looped"}, forward
+    assert backward and all(name.startswith("kernel_") for name in backward) and not forward & backward, backward
+    assert "kernel = kernel_0_native_layer_norm_gelu_sin_cos_exp_persistent if persistent" in reports[0].source

@@ -307,7 +307,7 @@ def test_tiled_transposes_load_and_store_128_bits(name: str, fn, captured) -> No
     assert kernels, f"{name}: not tiled"
     for kernel in kernels:
         (source,) = kernel_sources(kernel, "gpu").values()
-        jit = triton.jit(runtime.kernel_function(kernel.name, source))
+        jit = triton.jit(runtime.kernel_function(kernel.function, source))
         ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target(), aligned=True).asm["ptx"]
         assert "ld.global.v4." in ptx and "st.global.v4." in ptx, f"{name}: scalar loads or stores:\n{source}"
         assert "st.shared" in ptx  # the tile changes layout through shared memory
@@ -331,7 +331,7 @@ def test_gpu_division_and_sqrt_are_correctly_rounded_and_libdevice_links(capture
     for call in ("tl.div_rn(", "tl.sqrt_rn(", "libdevice.tanh(", "libdevice.expm1(", "libdevice.log1p(", "libdevice.tan(",
                  "libdevice.rint(", "libdevice.trunc(", "libdevice.pow(", "libdevice.fmod("):
         assert call in source, call
-    jit = triton.jit(runtime.kernel_function(kernel.name, source))
+    jit = triton.jit(runtime.kernel_function(kernel.function, source))
     ptx = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]
     assert "div.rn.f32" in ptx and "sqrt.rn.f32" in ptx
     assert "div.full.f32" not in ptx and "sqrt.approx" not in ptx
@@ -357,7 +357,7 @@ def test_gpu_math_is_float32_where_the_interpreter_rounds_from_float64(captured)
     (kernel,) = captured
     (source,) = kernel_sources(kernel, "gpu").values()
     assert "float64" not in source, source
-    jit = triton.jit(runtime.kernel_function(kernel.name, source))
+    jit = triton.jit(runtime.kernel_function(kernel.function, source))
     assert runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target()).asm["ptx"]  # libdevice's own
     # argument reductions use doubles (sinf's Payne-Hanek path), as in eager's kernels
 
@@ -381,7 +381,7 @@ def test_math_functions_are_libdevice_calls_on_gpu(captured) -> None:
         assert f"libdevice.{name}(" in source, name
     assert "tl.maximum(" in source and "tl.minimum(" in source, source
     assert not re.search(r"tmp\d+_\w+ = ", source), source
-    jit = triton.jit(runtime.kernel_function(kernel.name, source))
+    jit = triton.jit(runtime.kernel_function(kernel.function, source))
     compiled = runtime.compile_ahead(jit, kernel_signature(kernel), _cuda_target())
     assert compiled.asm["cubin"] and not re.search(r"\.extern \.func.*__nv_", compiled.asm["ptx"]), "unlinked libdevice"
 

@@ -71,7 +71,7 @@ _TL_CARRY = {torch.float64: "tl.float64", torch.float32: "tl.float32"}
 def reduction_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
     """Both strategies' sources; an ordered kernel's looped one only (launched with RBLOCK 1)."""
     strategies = ("looped",) if kernel.ordered else ("persistent", "looped")
-    return {f"{kernel.name}_{strategy}": _Source(kernel, target, strategy == "persistent").text() for strategy in strategies}
+    return {f"{kernel.function}_{strategy}": _Source(kernel, target, strategy == "persistent").text() for strategy in strategies}
 
 
 class _Source:
@@ -152,7 +152,7 @@ class _Source:
             out.lines(list(_PROD_HELPER))
             out.line()
             out.line()
-        name = f"{k.name}_{'persistent' if self.persistent else 'looped'}"
+        name = f"{k.function}_{'persistent' if self.persistent else 'looped'}"
         out.line(f"def {name}({parameters(k)}):")
         with out.indent():
             out.line("xindex = (tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK))[:, None]")

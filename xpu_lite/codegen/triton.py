@@ -50,7 +50,7 @@ def kernel_sources(kernel: ir.Kernel, target: str) -> dict[str, str]:
         from .reduction import reduction_sources
 
         return reduction_sources(kernel, target)
-    return {kernel.name: kernel_source(kernel, target)}
+    return {kernel.function: kernel_source(kernel, target)}
 
 
 def kernel_signature(kernel: ir.Kernel) -> dict[str, str]:
@@ -82,7 +82,7 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     out.lines(list(TARGET_IMPORTS[target]))
     out.line()
     out.line()
-    out.line(f"def {kernel.name}({parameters(kernel)}):")
+    out.line(f"def {kernel.function}({parameters(kernel)}):")
     with out.indent():
         if kernel.tile is None:
             out.line("xindex = tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK)")

@@ -288,7 +288,7 @@ class _WrapperBuilder:
 
     def _emit_group(self, body: Emitter, group: Group) -> None:
         kernel = group.kernel
-        label = f"{kernel.name}: {', '.join(kernel.nodes)}"
+        function, label = kernel.function, f"{kernel.name}: {', '.join(kernel.nodes)}"
         for node, buf in zip(group.stored, kernel.outputs):
             val = node.meta["val"]
             if node in self.written_into:  # an input's new value, stored into the input (writebacks.py)
@@ -342,30 +342,30 @@ class _WrapperBuilder:
             span = f"max({', '.join(spans)})" if len(spans) > 1 else spans[0]
             body.line(f"index = _index_type({span})", f"{kernel.name}: int64 offsets past 2**31 elements")
             if kernel.ordered:  # the looped source, one element of each row at a time
-                self.constants[f"{kernel.name}_looped"] = self.kernels[f"{kernel.name}_looped"]
+                self.constants[f"{function}_looped"] = self.kernels[f"{function}_looped"]
                 body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
-                body.line(f"{kernel.name}_looped[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, "
+                body.line(f"{function}_looped[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, "
                           f"RBLOCK=1{options})", label)
                 body.line("_COUNTERS.count_reduction(False)", kernel.name)
             elif kernel.is_reduction:
                 self.constants.setdefault("_pick_reduction", pick_reduction)
                 for variant in ("persistent", "looped"):
-                    self.constants[f"{kernel.name}_{variant}"] = self.kernels[f"{kernel.name}_{variant}"]
+                    self.constants[f"{function}_{variant}"] = self.kernels[f"{function}_{variant}"]
                 body.line(f"xblock, rblock, persistent = _pick_reduction(xnumel, rnumel, {self.device_type!r})", kernel.name)
-                body.line(f"kernel = {kernel.name}_persistent if persistent else {kernel.name}_looped", kernel.name)
+                body.line(f"kernel = {function}_persistent if persistent else {function}_looped", kernel.name)
                 body.line(f"kernel[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock, RBLOCK=rblock{options})", label)
                 body.line("_COUNTERS.count_reduction(persistent)", kernel.name)
             elif tile is None:
-                self.constants[kernel.name] = self.kernels[kernel.name]
+                self.constants[function] = self.kernels[function]
                 body.line(f"xblock = _pick_block(xnumel, {self.device_type!r})", kernel.name)
-                body.line(f"{kernel.name}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock{options})", label)
+                body.line(f"{function}[((xnumel + xblock - 1) // xblock,)]({', '.join(args)}, XBLOCK=xblock{options})", label)
                 body.line("_COUNTERS.kernel_launches += 1", kernel.name)
             else:
-                self.constants[kernel.name] = self.kernels[kernel.name]
+                self.constants[function] = self.kernels[function]
                 self.constants.setdefault("_pick_tile", pick_tile)
                 body.line(f"xblock, yblock = _pick_tile(xnumel, ynumel, {self.device_type!r})", kernel.name)
                 grid = "(xnumel + xblock - 1) // xblock * ((ynumel + yblock - 1) // yblock) * znumel"
-                body.line(f"{kernel.name}[({grid},)]({', '.join(args)}, XBLOCK=xblock, YBLOCK=yblock{options})", label)
+                body.line(f"{function}[({grid},)]({', '.join(args)}, XBLOCK=xblock, YBLOCK=yblock{options})", label)
                 body.line("_COUNTERS.kernel_launches += 1", kernel.name)
 
     def _emit_assert(self, body: Emitter, node: torch.fx.Node, var: str) -> None:

@@ -133,8 +133,25 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
     if moved or len(parts) > len(runs):
         gm.recompile()  # nodes moved: gm's own code follows the graph's new order
     runs = parts
-    return [build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
-            build_group(f"kernel_{i}", run.members, run.space, is_view, inlined) for i, run in enumerate(runs)]
+    return [titled(build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
+                   build_group(f"kernel_{i}", run.members, run.space, is_view, inlined)) for i, run in enumerate(runs)]
+
+
+TITLE_OPS = 5  # at most this many op names in a kernel's function name
+
+
+def titled(group: Group) -> Group:
+    """The group, its kernel titled by the ops its nodes came from (before decomposition), in
+    the order they first compute, as a GPU profile shows them (Inductor names its kernels
+    alike): `kernel_0_native_layer_norm_gelu`. Deterministic: the same ops, the same name,
+    so identical kernels of two graphs share one compiled source."""
+    ops: dict[str, None] = {}
+    for node in (*group.inlined, *group.members):
+        op = node.meta.get("original_aten", node.target)
+        if isinstance(op, torch._ops.OpOverload):
+            ops.setdefault(op._overloadpacket.__name__.strip("_"), None)
+    title = "_".join(list(ops)[:TITLE_OPS])
+    return dataclasses.replace(group, kernel=dataclasses.replace(group.kernel, title=title))
 
 
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:

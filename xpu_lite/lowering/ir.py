@@ -223,6 +223,14 @@ class Kernel:
     # reductions only: walk each row one element at a time, in rindex order (the looped
     # source with RBLOCK 1), so a sum adds its elements in the order eager's loop does
     ordered: bool = False
+    title: str = ""  # the ops it computes, "mul_add_gelu" (fusion.titled): in its function's name
+
+    @property
+    def function(self) -> str:
+        """The Triton function's name, as a GPU profile shows it: the kernel's name (explain's
+        label) and the ops it computes, `kernel_0_mul_add_gelu` (a reduction's strategies
+        add `_persistent` and `_looped`)."""
+        return f"{self.name}_{self.title}" if self.title else self.name
 
     @property
     def is_reduction(self) -> bool:
