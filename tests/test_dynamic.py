@@ -126,6 +126,21 @@ def test_a_tensor_filled_with_an_int_argument_is_a_kernel(device: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
 
 
+def test_size_math_that_may_be_negative_floors_as_python(device: str) -> None:
+    """roll by more than the size: its decomposition's `(size - shift) % size` is negative
+    before Python's floored %, which Triton's truncating % kept negative; the kernel's
+    index_select then read out of range (IndexOutOfRange, before 2026-11-28). Such size
+    math is computed by the wrapper, in Python."""
+    def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.roll(7, 1) * 2, x.roll(-9, 0) + 1
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (3, 4, 6):
+        x = torch.randn(n, n + 1, device=device)
+        assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
+
+
 def test_zero_recompiles_over_five_sizes(device: str) -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         h = torch.nn.functional.layer_norm(x, x.shape[-1:])

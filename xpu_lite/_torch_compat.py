@@ -48,6 +48,7 @@ __all__ = [
     "override_fake_rules",
     "preservable_cia_ops",
     "PythonPrinter",
+    "FLOOR_INDEX_FUNCS",
     "KERNEL_INDEX_FUNCS",
     "FloorDiv",
     "ModularIndexing",
@@ -73,6 +74,7 @@ def aot_compile(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: A
 # PythonPrinter prints them (+, *, //, %, max, min on its int arguments); any other
 # (TruncToInt, ToFloat, ... of a scale factor's output size) is computed by the wrapper.
 KERNEL_INDEX_FUNCS = frozenset({sympy.Add, sympy.Mul, sympy.Pow, FloorDiv, ModularIndexing, PythonMod, Mod, Max, Min})
+FLOOR_INDEX_FUNCS = frozenset({FloorDiv, PythonMod})  # Python's floor semantics (Mod assumes operands >= 0)
 _AUTOGRAD_KEY = {
     "cpu": DK.AutogradCPU,
     "cuda": DK.AutogradCUDA,

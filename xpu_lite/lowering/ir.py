@@ -21,7 +21,7 @@ import dataclasses
 import sympy
 import torch
 
-from .._torch_compat import KERNEL_INDEX_FUNCS
+from .._torch_compat import FLOOR_INDEX_FUNCS, KERNEL_INDEX_FUNCS
 
 XINDEX = sympy.Symbol("xindex", integer=True, nonnegative=True)
 RINDEX = sympy.Symbol("rindex", integer=True, nonnegative=True)
@@ -284,7 +284,10 @@ def lift_sizes(kernel: Kernel) -> Kernel:
         if expr.is_Atom:
             return
         positive_power = not expr.is_Pow or (expr.exp.is_Integer and expr.exp > 0)  # s0**2 prints as s0*s0
-        if expr.func in KERNEL_INDEX_FUNCS and positive_power:
+        # Python's // and % floor, Triton's truncate: the same where the operands are not negative
+        # (index math); size math that may be negative, roll's `(s0 - 5) % s0`, is the wrapper's
+        signed = expr.func in FLOOR_INDEX_FUNCS and not (expr.args[0].is_nonnegative and expr.args[1].is_positive)
+        if expr.func in KERNEL_INDEX_FUNCS and positive_power and not (signed and not expr.free_symbols & in_kernel):
             for arg in expr.args:
                 visit(arg)
         elif expr.free_symbols & in_kernel:
