@@ -12,6 +12,7 @@ lowering: more samples, other dtypes, training (outputs and gradients), the defa
     python tools/opinfo_sweep.py --mode region --training  # lite mode, each call in a compile region
     python tools/opinfo_sweep.py --mode default --samples 1 --fallbacks   # what still runs eagerly, and why
     python tools/opinfo_sweep.py --mode default --layout strided  # inputs as views of every other element
+    python tools/opinfo_sweep.py --mode default --layout channels_last  # 4-d and 5-d inputs channels-last
     python tools/opinfo_sweep.py --training --autocast bfloat16   # each call under torch.autocast
     python tools/opinfo_sweep.py --mode default --unbacked        # the input's first size data-dependent
     python tools/opinfo_sweep.py --mode default --errors          # what eager refuses, refused compiled too
@@ -387,6 +388,13 @@ def _permuted(t: torch.Tensor) -> torch.Tensor:
     return t.permute(reverse).clone(memory_format=torch.contiguous_format).permute(reverse)
 
 
+def _channels_last(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t`, channels-last if it has 4 dims (channels_last_3d if 5), as a
+    convolutional network's activations are; other ranks as they are."""
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    return t.clone(memory_format=formats.get(t.dim(), torch.preserve_format))
+
+
 def _strided(t: torch.Tensor) -> torch.Tensor:
     """A copy of `t` as a view of every other element of a buffer whose elements between are
     NaN (12 for integers), so a kernel that reads the wrong ones shows."""
@@ -397,7 +405,7 @@ def _strided(t: torch.Tensor) -> torch.Tensor:
 
 # --layout: an input's copy for a run, with its values ("sample": the sample's own layout,
 # where dense; OpInfo makes some inputs transposed or expanded)
-LAYOUTS = {"sample": torch.Tensor.clone, "strided": _strided, "permuted": _permuted}
+LAYOUTS = {"sample": torch.Tensor.clone, "strided": _strided, "permuted": _permuted, "channels_last": _channels_last}
 
 
 def _run_sample(fn, sample, training: bool, layout: str = "sample"):

@@ -18,6 +18,10 @@ and only where the layouts differ (a permuted input: dims reversed in memory, fo
   (`zeros_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT)`); binary_cross_entropy's as
   `empty_like(input)`, the input's layout. torch._decomp's elementwise steps took another
   one for a permuted input (until 2026-11-27).
+- roll: eager's cpu kernel is a `cat` of two slices, laid out in the input's suggested
+  memory format (a channels-last input, a channels-last result); torch._decomp's
+  `index_select` is contiguous, as eager's cuda and xpu kernels (kept there). Found by
+  `tools/opinfo_sweep.py --layout channels_last` (2026-11-28).
 """
 from __future__ import annotations
 
@@ -83,3 +87,12 @@ def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale
     if grad_output.device.type != "cpu":
         return compat.decomposition_table[aten.native_dropout_backward.default](grad_output, mask, scale)
     return grad_output * mask * scale
+
+
+def roll(input: torch.Tensor, shifts: Any, dims: Any = ()) -> torch.Tensor:
+    result = compat.decomposition_table[aten.roll.default](input, shifts, dims)
+    if input.device.type != "cpu" or not dims:  # a roll of the flattened input: eager's is contiguous everywhere
+        return result
+    if any(compat.statically_known_true(shift % input.shape[dim] == 0) for shift, dim in zip(shifts, dims)):
+        return result  # one of eager's slices is empty, and its cat contiguous (where not known: sizes vary)
+    return result.contiguous(memory_format=compat.suggest_memory_format(input))
