@@ -861,12 +861,12 @@ def _loss_backwards(x, w, b, mean, var):
             torch.ops.aten.huber_loss_backward(g, x, t, 0, 1.0), torch.ops.aten.binary_cross_entropy_backward(g, p, t, None, 0))
 
 
-def _rolls(x, *_):
-    return x.roll(2, 1) * 2, x.roll((1, -3), (2, 3)), x.roll(0, 2) + 1, x.roll(5)  # by 0 and flat: contiguous
+def _rolls_and_shuffle(x, *_):  # rolls by 0 and of the flattened input: contiguous
+    return x.roll(2, 1) * 2, x.roll((1, -3), (2, 3)), x.roll(0, 2) + 1, x.roll(5), F.channel_shuffle(torch.cat([x, x], 1), 2)
 
 
 @pytest.mark.parametrize("fn", [_bn_training, _bn_eval, _bn_no_stats, _dropout_backward, _elementwise_backwards,
-                                _loss_backwards, _rolls], ids=lambda fn: fn.__name__.strip("_"))
+                                _loss_backwards, _rolls_and_shuffle], ids=lambda fn: fn.__name__.strip("_"))
 @pytest.mark.parametrize("layout", ["reversed", "channels_last"])
 def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
     """Where torch._decomp lays a result out otherwise than eager's kernel (found by
@@ -874,8 +874,8 @@ def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
     memory format, native_dropout_backward on cpu as its inputs, hardswish/hardtanh/logit
     backward as TensorIterator over (grad_output, self), the gradients of mse_loss,
     smooth_l1_loss and huber_loss contiguous and binary_cross_entropy's as its input (since
-    2026-11-27), roll on cpu in the input's suggested memory format (a cat of two slices;
-    since 2026-11-28, found by `--layout channels_last`; contiguous on cuda and xpu).
+    2026-11-27), roll and channel_shuffle on cpu in the input's suggested memory format
+    (since 2026-11-28, found by `--layout channels_last`; contiguous on cuda and xpu).
     Strides eager's, values within float32 rounding; a channels-last input needs no copy."""
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:

@@ -18,10 +18,10 @@ and only where the layouts differ (a permuted input: dims reversed in memory, fo
   (`zeros_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT)`); binary_cross_entropy's as
   `empty_like(input)`, the input's layout. torch._decomp's elementwise steps took another
   one for a permuted input (until 2026-11-27).
-- roll: eager's cpu kernel is a `cat` of two slices, laid out in the input's suggested
-  memory format (a channels-last input, a channels-last result); torch._decomp's
-  `index_select` is contiguous, as eager's cuda and xpu kernels (kept there). Found by
-  `tools/opinfo_sweep.py --layout channels_last` (2026-11-28).
+- roll and channel_shuffle: eager's cpu kernels lay the result out in the input's
+  suggested memory format (roll's is a `cat` of two slices: a channels-last input, a
+  channels-last result); torch._decomp's are contiguous, as eager's cuda and xpu kernels
+  (kept there). Found by `tools/opinfo_sweep.py --layout channels_last` (2026-11-28).
 """
 from __future__ import annotations
 
@@ -89,10 +89,23 @@ def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale
     return grad_output * mask * scale
 
 
+def _on_cpu_as_suggested(input: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """`result` in `input`'s suggested memory format on cpu (a copy only where it is not)."""
+    if input.device.type != "cpu":
+        return result
+    return result.contiguous(memory_format=compat.suggest_memory_format(input))
+
+
 def roll(input: torch.Tensor, shifts: Any, dims: Any = ()) -> torch.Tensor:
     result = compat.decomposition_table[aten.roll.default](input, shifts, dims)
-    if input.device.type != "cpu" or not dims:  # a roll of the flattened input: eager's is contiguous everywhere
+    if not dims:  # a roll of the flattened input: eager's is contiguous everywhere
         return result
-    if any(compat.statically_known_true(shift % input.shape[dim] == 0) for shift, dim in zip(shifts, dims)):
+    sizes = [input.shape[dim] for dim in dims]
+    if any(compat.statically_known_true(size == 0) or compat.statically_known_true(shift % size == 0)
+           for shift, size in zip(shifts, sizes)):
         return result  # one of eager's slices is empty, and its cat contiguous (where not known: sizes vary)
-    return result.contiguous(memory_format=compat.suggest_memory_format(input))
+    return _on_cpu_as_suggested(input, result)
+
+
+def channel_shuffle(input: torch.Tensor, groups: int) -> torch.Tensor:
+    return _on_cpu_as_suggested(input, compat.decomposition_table[aten.channel_shuffle.default](input, groups))

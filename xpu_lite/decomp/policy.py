@@ -213,8 +213,9 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.native_dropout_backward.default: (layouts.native_dropout_backward,
                                            "native_dropout_backward as eager's cpu kernel, grad * mask * scale, laid "
                                            "out as its inputs (torch._decomp's, as eager's cuda kernel, elsewhere)"),
-    aten.roll.default: (layouts.roll, "torch._decomp's roll, on cpu in the input's suggested memory format, as eager's "
-                                      "cpu kernel (a cat of two slices) lays it out"),
+    **{op: (decomposition, f"torch._decomp's {op}, on cpu in the input's suggested memory format, as eager's cpu kernel "
+                           "lays it out (decomp/layouts.py)")
+       for op, decomposition in ((aten.roll.default, layouts.roll), (aten.channel_shuffle.default, layouts.channel_shuffle))},
     aten.native_group_norm_backward.default: (normalization.native_group_norm_backward,
                                               "group_norm's backward with 1 / (HxW * channels per group) a float32 "
                                               "tensor where sizes are symbolic, as eager's kernels: no float64 host ops"),

@@ -147,7 +147,7 @@ def titled(group: Group) -> Group:
     so identical kernels of two graphs share one compiled source."""
     ops: dict[str, None] = {}
     for node in (*group.inlined, *group.members):
-        op = node.meta.get("original_aten", node.target)
+        op = node.meta.get("original_aten") or node.target
         if isinstance(op, torch._ops.OpOverload):
             ops.setdefault(op._overloadpacket.__name__.strip("_"), None)
     title = "_".join(list(ops)[:TITLE_OPS])
