@@ -287,7 +287,8 @@ def lift_sizes(kernel: Kernel) -> Kernel:
         # Python's // and % floor, Triton's truncate: the same where the operands are not negative
         # (index math); size math that may be negative, roll's `(s0 - 5) % s0`, is the wrapper's
         signed = expr.func in FLOOR_INDEX_FUNCS and not (expr.args[0].is_nonnegative and expr.args[1].is_positive)
-        if expr.func in KERNEL_INDEX_FUNCS and positive_power and not (signed and not expr.free_symbols & in_kernel):
+        wrappers = signed and not expr.free_symbols & in_kernel
+        if expr.func in KERNEL_INDEX_FUNCS and positive_power and not wrappers:
             for arg in expr.args:
                 visit(arg)
         elif expr.free_symbols & in_kernel:
