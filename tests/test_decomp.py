@@ -885,6 +885,18 @@ def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
     assert len(reports) == 1 and not calls, calls
 
 
+def test_a_roll_of_an_empty_dim(device) -> None:
+    """A roll along a dim of size 0 (Dynamo specializes it): the layout check of roll's
+    decomposition took the shift modulo 0 while tracing, ZeroDivisionError (found by the
+    channels-last sweep, 2026-11-28, before it landed)."""
+    def fn(x):
+        return x.roll(2, 1) * 2
+
+    x = torch.randn(2, 0, 3, 4, device=device).to(memory_format=torch.channels_last)
+    result = torch.compile(fn, backend="xpu_lite", dynamic=True)(x)
+    assert result.shape == (2, 0, 3, 4) and torch.equal(result, fn(x))
+
+
 def _check_layouts(fn, compiled, n, layout, device) -> None:
     x = torch.randn(2, 3, n, n + 1, device=device)
     x = _reversed_in_memory(x) if layout == "reversed" else x.to(memory_format=torch.channels_last)
