@@ -80,6 +80,8 @@ def test_unknown_op_suggests_closest() -> None:
         parse_config("lite", {"compile_ops": ["aten.add.Tensr"]})
     with pytest.raises(ValueError, match=r"no operator named 'layer_norm'; closest matches: aten\.layer_norm,"):
         parse_config("lite", {"keep_ops": ["layer_norm"]})  # the namespace left out
+    with pytest.raises(ValueError, match=r"no operator named 'aten\.relu\.Tensor'; aten\.relu's overloads: aten\.relu\.default, "):
+        parse_config("lite", {"keep_ops": ["aten.relu.Tensor"]})  # the op exists, not that overload
 
 
 def test_flex_attention_is_the_higher_order_op_the_options_take() -> None:

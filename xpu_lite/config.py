@@ -185,6 +185,9 @@ def _ops_from_name(name: str, option: str) -> list[Op]:
         return _dispatcher_overloads(packet)
     if isinstance(packet, torch._ops.OpOverloadPacket) and parts[2] in {op._overloadname for op in _dispatcher_overloads(packet)}:
         return [getattr(packet, parts[2])]
+    if isinstance(packet, torch._ops.OpOverloadPacket):  # the op exists, the overload does not: list the real ones
+        raise ValueError(f"xpu_lite: option {option!r}: no operator named {name!r}; "
+                         f"{parts[0]}.{parts[1]}'s overloads: {_overload_names(packet)}")
     close = difflib.get_close_matches(text, _all_op_names(), n=5, cutoff=0.6)
     for namespace in ("aten", "higher_order"):  # 'add' for 'aten.add': the namespace left out
         if f"{namespace}.{text}" in _all_op_names():
