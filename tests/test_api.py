@@ -39,6 +39,21 @@ def test_explain_reports_every_node_with_a_reason() -> None:
     assert "in kernel_0 (1 node)" in kernel_row[4]
 
 
+def test_explain_of_a_compiled_function_takes_its_settings_unless_given() -> None:
+    """explain(cm, x) reports what cm runs: cm's mode, options and dynamic, where cm was
+    compiled with backend="xpu_lite" (until 2026-11-29 the default mode, every node a kernel)."""
+    lite = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    report = xpu_lite.explain(lite, torch.randn(3, 4))
+    assert report.graphs[0].mode == "lite" and report.summary()["kernel"] == 1
+    assert "size symbol" in report.graphs[0].source  # dynamic=True taken too
+    assert "size symbol" not in xpu_lite.explain(lite, torch.randn(3, 4), dynamic=False).graphs[0].source
+    assert "fallback: outside region" not in xpu_lite.explain(lite, torch.randn(3, 4), mode="default").summary()
+    linear = torch.compile(torch.nn.Linear(4, 2), backend="xpu_lite", options={"mode": "lite", "keep_ops": ["aten.addmm"]})
+    assert xpu_lite.explain(linear, torch.randn(3, 4)).graphs[0].mode == "lite"
+    other = torch.compile(fn, backend="aot_eager")  # another backend's settings are not ours: the default mode
+    assert xpu_lite.explain(other, torch.randn(3, 4)).graphs[0].mode == "default"
+
+
 def test_run_and_get_code_orders_forward_before_backward() -> None:
     compiled = torch.compile(lambda x: (x.sin() * 2).sum(), backend="xpu_lite", mode="lite")
     x = torch.randn(5, requires_grad=True)

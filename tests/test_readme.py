@@ -176,6 +176,7 @@ def test_what_was_compiled_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert ns["report"].summary() == claimed
     assert "def call(args):" in ns["sources"][0]
     f, x = ns["f"], torch.randn(3, 4)
+    assert xpu_lite.explain(ns["cm"], x).summary() == claimed  # cm's own mode, as the README says
     torch.testing.assert_close(ns["cm"](x), f(x))
     assert "graphs_compiled=" in capsys.readouterr().out
 

@@ -715,6 +715,28 @@ def orig_callable(fn: Any) -> Any:
     return getattr(fn, "_torchdynamo_orig_callable", fn)
 
 
+def compile_settings(fn: Any) -> tuple[str, dict[str, Any], bool | None] | None:
+    """(backend name, its mode/options keywords, dynamic) that torch.compile gave fn, or
+    None where fn is not torch.compile's (torch._dynamo.optimize's, or not compiled).
+
+    torch.compile wraps a backend with options in a _TorchCompileWrapper, at the end of the
+    callback chain of the context that wraps fn: an OptimizedModule holds that context,
+    a compiled function holds it in its closure.
+    """
+    from torch._dynamo.eval_frame import OptimizedModule, _TorchDynamoContext, innermost_backend
+
+    if isinstance(fn, OptimizedModule):
+        context = fn.dynamo_ctx
+    else:
+        cells = getattr(fn, "__closure__", None) or ()
+        context = next((c.cell_contents for c in cells if isinstance(c.cell_contents, _TorchDynamoContext)), None)
+    callback = getattr(context, "callback", None)
+    backend = innermost_backend(callback) if callable(callback) else None
+    if not isinstance(backend, torch._TorchCompileWrapper):
+        return None
+    return backend.compiler_name, dict(backend.kwargs), backend.dynamic
+
+
 def register_dynamo_backend(name: str, fn: Callable[..., Any]) -> None:
     """Register `name` for torch.compile(backend=name); a no-op when already registered.
 

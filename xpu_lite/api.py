@@ -45,10 +45,17 @@ def explain(
     """Compile fn with xpu_lite (mode/options as in torch.compile), run it once, and report
     every aten node of every graph: kernel / fallback / size / assert, and why.
 
-    A torch.compile'd fn is unwrapped and compiled afresh with the settings given here.
+    A torch.compile'd fn is unwrapped and compiled afresh: with the settings given here,
+    or, where fn was compiled with backend="xpu_lite", with its own mode and options
+    (unless mode or options is given) and its own dynamic (unless dynamic is given).
     A backward graph is included if fn itself runs backward. If the call raises (an eager
     op's own error, say), the error propagates with the report of what compiled as a note.
     """
+    own = compat.compile_settings(fn)
+    if own is not None and own[0] == "xpu_lite":
+        if mode is None and options is None:
+            mode, options = own[1].get("mode"), own[1].get("options")
+        dynamic = own[2] if dynamic is None else dynamic
     config = parse_config(mode, options)
     original = compat.orig_callable(fn)
 
