@@ -672,6 +672,50 @@ def test_transposing_kernels_are_tiled(device: str, name: str) -> None:
     assert reasons == {f"in kernel_0 (2 nodes; tiled: reads contiguous along dim {dim})"}, reasons
 
 
+def test_a_reshaped_copy_and_what_reads_it_are_one_kernel(device: str) -> None:
+    """Attention's head merge `o.transpose(1, 2).reshape(b, t, c)` is a copy of shape
+    (b, t, h, d) read through a reshape; a pointwise op of (b, t, c) reading it computes
+    the same element at each flat position, so both, and what follows, are one kernel, the
+    copy never stored (until 2026-11-29 two kernels and a buffer between). A reduction
+    after it, and a copy that tiles (a transpose of the innermost dim), keep kernels of
+    their own. Forward and backward, three sizes, one compile."""
+    def merge(o, r):
+        b, h, t, d = o.shape
+        y = o.transpose(1, 2).reshape(b, t, h * d) + r
+        return y.sigmoid() * 2, y.view(b, t, h, d).sum(-1)
+
+    def tiled(x):
+        return x.transpose(-1, -2).reshape(x.shape[0], -1) * 3
+
+    compiled = torch.compile(merge, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for t in (5, 7, 9):  # apart from the other sizes (Dynamo would take t == 3 as h's symbol)
+            o = torch.randn(2, 3, t, 4, device=device, requires_grad=True)
+            r = torch.randn(2, t, 12, device=device, requires_grad=True)
+            o2, r2 = o.detach().clone().requires_grad_(), r.detach().clone().requires_grad_()
+            got, expected = compiled(o, r), merge(o2, r2)
+            for g, e in zip(got, expected, strict=True):
+                _close(g, e)
+            (got[0].sum() + (got[1] * got[1]).sum()).backward()
+            (expected[0].sum() + (expected[1] * expected[1]).sum()).backward()
+            _close(o.grad, o2.grad)
+            _close(r.grad, r2.grad)
+    assert xpu_lite.counters.forward_graphs == 1
+    forward = reports[0]
+    (merged,) = {d.kernel.split(" ")[0] for d in forward.decisions if d.op == "aten.sigmoid.default"}
+    ops = sorted(d.op for d in forward.decisions if d.kernel.startswith(merged + " "))
+    assert ops == ["aten.add.Tensor", "aten.clone.default", "aten.mul.Tensor", "aten.sigmoid.default"], ops
+    (summed,) = {d.kernel.split(" ")[0] for d in forward.decisions if d.op == "aten.sum.dim_IntList"}
+    assert summed != merged
+
+    xpu_lite.reset_counters()
+    compiled_tiled = torch.compile(tiled, backend="xpu_lite", dynamic=True)
+    for n in (5, 9):
+        x = torch.randn(2, n, 7, device=device)
+        assert torch.equal(compiled_tiled(x), tiled(x))
+    assert xpu_lite.counters.kernels_compiled == 2  # the tiled copy, then the product
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.bool])
 def test_tiled_transpose_of_other_dtypes(device: str, dtype: torch.dtype) -> None:
     fn = lambda x: x.t().contiguous()  # noqa: E731

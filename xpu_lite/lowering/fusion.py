@@ -28,7 +28,7 @@ import torch.fx
 
 from .._torch_compat import provably_equal, provably_positive, statically_known_true
 from .decisions import Decision, DecisionKind
-from .kernel_builder import Group, build_group
+from .kernel_builder import Group, build_group, tiled
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
 from .space import Space, same_elements_shape, same_shape, sizes_of, slice_map, view_root
@@ -272,7 +272,7 @@ def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Nod
     one. None where `run`'s values are not all of the reduction's rows' sizes.
     `buf.mul_(0.9).add_(y.mean(0), alpha=0.1)` is then one kernel with y's, which stores
     into `buf` in place, where `buf * 0.9` was a kernel of its own and the sum a copy_."""
-    if not _own_space(node).rdims or run.space.rdims or run.scatter or run.registers:
+    if not _own_space(node).rdims or run.space.rdims or run.space.reshaped or run.scatter or run.registers:
         return None
     moving = _movable_before(node, run.members[0], position, is_view)
     if moving is None:
@@ -388,9 +388,11 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     for arg in node.all_input_nodes:
         if arg in members:
             shapes.add(sizes_of(arg))
-        elif is_view(arg) and view_root(arg, is_view) in members and _same_elements(arg, view_root(arg, is_view), not space.rdims):
+        elif is_view(arg) and view_root(arg, is_view) in members and (
+                _same_elements(arg, view_root(arg, is_view), not space.rdims) or not space.rdims and _reshapes(arg, is_view)):
             # transpose(1, 2).transpose(1, 2), a view there and back: the member itself; in a
-            # pointwise run also one that only adds or drops dims of size 1 (a gather's squeeze)
+            # pointwise run also one that only adds or drops dims of size 1 (a gather's
+            # squeeze), or reshapes it, read at the same flat position (_reshaped_space)
             shapes.add(sizes_of(arg))
         elif is_view(arg) and view_root(arg, is_view) in members:
             view = arg
@@ -404,6 +406,33 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
                 return None
             shapes.add(rows[0] if sizes_of(arg) == space.sizes else sizes_of(arg))  # an expanded row broadcasts as (…, 1, …)
     return shapes - {()}  # 0-dim values broadcast anywhere
+
+
+def _reshaped_space(run: _Run, node: torch.fx.Node, is_view: Any, equal: Any) -> Space | None:
+    """The pointwise run's space with `node` of another shape added, where node reads a
+    member, itself or through reshapes (_ORDER_PRESERVING views), and has as many elements: at each flat
+    position the run computes the same element of both (`o.transpose(1, 2).reshape(b, t, c)
+    + r`: the copy and the add in one kernel, the copy never stored). Not where the run or
+    node alone would be tiled (a transposed read made contiguous): a kernel of mixed shapes
+    is computed at the flat xindex, and would read it a lane apart."""
+    space = run.space
+    if not equal(sympy.Mul(*sizes_of(node)), sympy.Mul(*space.sizes)):
+        return None
+    members = set(run.members)
+    if not any(view_root(arg, is_view) in members and _reshapes(arg, is_view) for arg in node.all_input_nodes):
+        return None
+    if tiled(space, run.members, is_view) or tiled(_own_space(node), [node], is_view):
+        return None
+    return dataclasses.replace(space, reshaped=True)
+
+
+def _reshapes(view: torch.fx.Node, is_view: Any) -> bool:
+    """Whether a chain of views only reshapes its root (keeps its row-major order)."""
+    while is_view(view):
+        if view.target not in _ORDER_PRESERVING:
+            return False
+        view = view.args[0]
+    return True
 
 
 def _same_elements(view: torch.fx.Node, root: torch.fx.Node, ones_apart: bool = False) -> bool:
@@ -452,11 +481,13 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
     equal = lambda a, b: provably_equal(a, b, node.meta["val"])  # noqa: E731
     same = lambda a, b: same_shape(a, b, equal)  # noqa: E731
     if own.rdims:  # a reduction: over the run's elements (in a shape apart by dims of 1, too), or the same reduction
-        if not space.rdims and same_elements_shape(own.sizes, space.sizes, equal):
+        if not space.rdims and not space.reshaped and same_elements_shape(own.sizes, space.sizes, equal):
             return own
         return space if own.rdims == space.rdims and same(own.sizes, space.sizes) else None
     if not space.rdims:  # the same elements in the same flat order
-        return space if same_elements_shape(own.sizes, space.sizes, equal) else None
+        if same_elements_shape(own.sizes, space.sizes, equal):
+            return space
+        return _reshaped_space(run, node, is_view, equal)
     keep, squeezed = space.row_shapes
     if same(own.sizes, space.sizes):  # per element: rows it reads must broadcast back as (…, 1, …)
         ok = all(shape == keep or same(shape, space.sizes) for shape in member_shapes)

@@ -131,7 +131,7 @@ class KernelBuilder:
         placing op computed where another op gathers it: the coordinates it is read at."""
         if self.placed_at:
             return self.placed_at[-1][0]
-        assert self.tile is None and same_elements_shape(shape, self.space.sizes, self.equal)
+        assert self.tile is None and (self.space.reshaped or same_elements_shape(shape, self.space.sizes, self.equal))
         return self.coords(shape) or flat_coords(ir.XINDEX, shape)
 
     def gather(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
@@ -454,6 +454,12 @@ def _only_here(recomputed: dict[torch.fx.Node, None], members: set[torch.fx.Node
 
 def _nodes(arg: Any) -> list[Any]:
     return list(arg) if isinstance(arg, (list, tuple)) else [arg]
+
+
+def tiled(space: Space, members: list[torch.fx.Node], is_view: Any) -> bool:
+    """Whether a pointwise group of `members` storing them all would be tiled (_tile)."""
+    stored = [n for n in members if isinstance(n.meta.get("val"), torch.Tensor)]
+    return _tile(space, members, set(members), stored, is_view) is not None
 
 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],

@@ -28,6 +28,10 @@ class Space:
 
     sizes: tuple[sympy.Expr, ...]
     rdims: tuple[int, ...] = ()
+    # a pointwise space whose members' shapes hold the same elements in the same row-major
+    # order only as reshapes of each other ((b, t, h, d) and (b, t, h * d)): each is
+    # computed at the flat xindex, no reduction joins it and it is not tiled
+    reshaped: bool = False
 
     @property
     def row_shapes(self) -> tuple[tuple[sympy.Expr, ...], ...]:
