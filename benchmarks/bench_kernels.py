@@ -1,4 +1,4 @@
-"""Fused pointwise, view-heavy, transposing (tiled), pooling and flex attention kernels (default mode, dynamic=True):
+"""Fused pointwise, view-heavy, head-merging, transposing (tiled), pooling and flex attention kernels (default mode, dynamic=True):
 kernels per graph and per-call time against eager, aot_eager and Inductor, side by side in
 one process.
 
@@ -40,6 +40,13 @@ def view_heavy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     a = x.permute(0, 2, 1)[:, ::2] * y.unsqueeze(1)  # strided + broadcast reads
     b = torch.sigmoid(a) + a.transpose(1, 2).transpose(1, 2)
     return (b * 2 - 1).relu()
+
+
+def head_merge(o: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Attention's heads merged and a residual added: the copy joins the add's kernel
+    through the reshape (one kernel since 2026-11-29; its loads are contiguous along d)."""
+    b, h, t, d = o.shape
+    return o.transpose(1, 2).reshape(b, t, h * d) + r
 
 
 def nhwc_to_nchw(x: torch.Tensor) -> torch.Tensor:
@@ -153,6 +160,9 @@ def main() -> int:
         ("50-op pointwise", pointwise_chain, [(torch.randn(n * scale, device=device),) for n in (1000, 3000, 10000, 30000)]),
         ("view-heavy", view_heavy, [(torch.randn(batch, 16 * m, 24, device=device), torch.randn(batch, 16 * m, device=device))
                                     for m in (1, 2, 4, 8)]),
+        ("head merge + residual", head_merge,
+         [(torch.randn(*((8, 16, 256 * m, 64) if gpu else (2, 3, 8 * m, 4)), device=device),
+           torch.randn(*((8, 256 * m, 1024) if gpu else (2, 8 * m, 12)), device=device)) for m in (1, 2, 3, 4)]),
         ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 24 * m, 64, 128) if gpu else (3, 12 * m, 10, 20)), device=device),)
                                              for m in (1, 2, 4, 8)]),
         ("pooling windows", pooling_windows, [(torch.randn(*((32, 64, 28 * m, 28 * m) if gpu else (2, 4, 7 * m, 7 * m)),
