@@ -865,8 +865,14 @@ def _rolls_and_shuffle(x, *_):  # rolls by 0 and of the flattened input: contigu
     return x.roll(2, 1) * 2, x.roll((1, -3), (2, 3)), x.roll(0, 2) + 1, x.roll(5), F.channel_shuffle(torch.cat([x, x], 1), 2)
 
 
+def _log_softmax_backward(x, *_):  # the gradient as laid out (cross_entropy's of permuted probability targets)
+    out = x.log_softmax(1)
+    return (torch.ops.aten._log_softmax_backward_data(x * 0.5, out, 1, x.dtype),
+            torch.ops.aten._softmax_backward_data(x * 0.5, out.exp(), 3, x.dtype))
+
+
 @pytest.mark.parametrize("fn", [_bn_training, _bn_eval, _bn_no_stats, _dropout_backward, _elementwise_backwards,
-                                _loss_backwards, _rolls_and_shuffle], ids=lambda fn: fn.__name__.strip("_"))
+                                _loss_backwards, _rolls_and_shuffle, _log_softmax_backward], ids=lambda fn: fn.__name__.strip("_"))
 @pytest.mark.parametrize("layout", ["reversed", "channels_last"])
 def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
     """Where torch._decomp lays a result out otherwise than eager's kernel (found by
@@ -875,7 +881,8 @@ def test_decompositions_lay_results_out_as_eager(device, fn, layout) -> None:
     backward as TensorIterator over (grad_output, self), the gradients of mse_loss,
     smooth_l1_loss and huber_loss contiguous and binary_cross_entropy's as its input (since
     2026-11-27), roll and channel_shuffle on cpu in the input's suggested memory format
-    (since 2026-11-28, found by `--layout channels_last`; contiguous on cuda and xpu).
+    (since 2026-11-28, found by `--layout channels_last`; contiguous on cuda and xpu),
+    _log_softmax_backward_data contiguous (since 2026-11-29, every device).
     Strides eager's, values within float32 rounding; a channels-last input needs no copy."""
     compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
     with capture() as reports:

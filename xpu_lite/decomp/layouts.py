@@ -14,6 +14,10 @@ and only where the layouts differ (a permuted input: dims reversed in memory, fo
   are TensorIterator's over (grad_output, self), laid out as grad_output where the two
   differ; torch._decomp's `where(<condition on self>, ...)` is laid out as self.
 - baddbmm: eager's result is contiguous; torch._decomp's `self + bmm` takes self's layout.
+- _log_softmax_backward_data: eager's result is contiguous on every device (the structured
+  kernel's meta function); torch._decomp's `grad - exp(output) * sum(grad)` takes grad's
+  layout (a permuted gradient: cross_entropy with probability targets laid out so, found
+  by `tools/opinfo_sweep.py --layout permuted --samples 2 --training`, 2026-11-29).
 - the gradients of mse_loss, smooth_l1_loss and huber_loss: eager allocates them contiguous
   (`zeros_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT)`); binary_cross_entropy's as
   `empty_like(input)`, the input's layout. torch._decomp's elementwise steps took another

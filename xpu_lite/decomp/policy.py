@@ -157,6 +157,10 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
        )},
     **{op: (_copy_of_view(view), f"{op} as {view} and a contiguous clone: index math and a copy kernel")
        for op, view in _COPIES_OF_VIEWS.items()},
+    aten._log_softmax_backward_data.default: (
+        layouts.contiguous(compat.decomposition_table[aten._log_softmax_backward_data.default]),
+        "torch._decomp's _log_softmax_backward_data, contiguous as eager's result on every device (its structured "
+        "kernel's meta function allocates it so): its grad - exp(output) * sum(grad) would take grad's layout"),
     aten.baddbmm.default: (layouts.contiguous(compat.decomposition_table[aten.baddbmm.default]),
                            "baddbmm's core decomposition, contiguous as eager's result (and its meta's): its "
                            "self + bmm would take self's layout"),
