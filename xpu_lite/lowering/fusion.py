@@ -408,15 +408,17 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
     return shapes - {()}  # 0-dim values broadcast anywhere
 
 
-def _reshaped_space(run: _Run, node: torch.fx.Node, is_view: Any, equal: Any) -> Space | None:
+def _reshaped_space(run: _Run, node: torch.fx.Node, sizes: tuple[sympy.Expr, ...], is_view: Any, equal: Any) -> Space | None:
     """The pointwise run's space with `node` of another shape added, where node reads a
-    member, itself or through reshapes (_ORDER_PRESERVING views), and has as many elements: at each flat
-    position the run computes the same element of both (`o.transpose(1, 2).reshape(b, t, c)
-    + r`: the copy and the add in one kernel, the copy never stored). Not where the run or
-    node alone would be tiled (a transposed read made contiguous): a kernel of mixed shapes
-    is computed at the flat xindex, and would read it a lane apart."""
+    member, itself or through reshapes (_ORDER_PRESERVING views), and has as many elements
+    (`sizes`: its space's, a reduction's input): at each flat position the run computes the
+    same element of both (`o.transpose(1, 2).reshape(b, t, c) + r`: the copy and the add in
+    one kernel, the copy never stored; a layer_norm after it takes both as its input's
+    elements, KernelBuilder.coords). Not where the run or node alone would be tiled (a
+    transposed read made contiguous): a kernel of mixed shapes is computed at the flat
+    position, and would read it a lane apart."""
     space = run.space
-    if not equal(sympy.Mul(*sizes_of(node)), sympy.Mul(*space.sizes)):
+    if not equal(sympy.Mul(*sizes), sympy.Mul(*space.sizes)):
         return None
     members = set(run.members)
     if not any(view_root(arg, is_view) in members and _reshapes(arg, is_view) for arg in node.all_input_nodes):
@@ -480,14 +482,16 @@ def _joined_space(run: _Run, node: torch.fx.Node, is_view: Any, inlined: frozens
     # sizes equal under the guards count as equal (a GLU's halves, (n + 1) // 2 and n - (n + 1) // 2)
     equal = lambda a, b: provably_equal(a, b, node.meta["val"])  # noqa: E731
     same = lambda a, b: same_shape(a, b, equal)  # noqa: E731
-    if own.rdims:  # a reduction: over the run's elements (in a shape apart by dims of 1, too), or the same reduction
-        if not space.rdims and not space.reshaped and same_elements_shape(own.sizes, space.sizes, equal):
-            return own
+    if own.rdims:  # a reduction: over the run's elements (in a shape apart by dims of 1, or reshaped, too), or the same reduction
+        if not space.rdims and same_elements_shape(own.sizes, space.sizes, equal):
+            return dataclasses.replace(own, reshaped=space.reshaped)
+        if not space.rdims and _reshaped_space(run, node, own.sizes, is_view, equal) is not None:
+            return dataclasses.replace(own, reshaped=True)
         return space if own.rdims == space.rdims and same(own.sizes, space.sizes) else None
     if not space.rdims:  # the same elements in the same flat order
         if same_elements_shape(own.sizes, space.sizes, equal):
             return space
-        return _reshaped_space(run, node, is_view, equal)
+        return _reshaped_space(run, node, own.sizes, is_view, equal)
     keep, squeezed = space.row_shapes
     if same(own.sizes, space.sizes):  # per element: rows it reads must broadcast back as (…, 1, …)
         ok = all(shape == keep or same(shape, space.sizes) for shape in member_shapes)

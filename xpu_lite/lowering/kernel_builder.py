@@ -16,8 +16,8 @@ from .._torch_compat import provably_equal, sym_expr
 from ..held_values import held_value
 from . import ir
 from .registry import LOWERINGS
-from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, same_elements_shape, same_shape, sizes_of, slice_map,
-                    space_coords, strides_of, tiled_index, view_root)
+from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, reshaped_coords, same_elements_shape, same_shape, sizes_of,
+                    slice_map, space_coords, strides_of, tiled_index, view_root)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +80,8 @@ class KernelBuilder:
             return space_coords(self.space)  # data-dependent size asserted to be 1 too)
         if shape not in self.space.row_shapes and same_elements_shape(shape, self.space.sizes, self.equal):
             return coords_as(space_coords(self.space), self.space.sizes, shape)
+        if self.space.reshaped and shape not in self.space.row_shapes and self.equal(sympy.Mul(*shape), sympy.Mul(*self.space.sizes)):
+            return reshaped_coords(space_coords(self.space), self.space.sizes, shape)  # a value of the input, reshaped
         return flat_coords(ir.XINDEX, shape)
 
     def index(self, at: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:

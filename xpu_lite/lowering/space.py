@@ -111,6 +111,13 @@ def coords_as(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], sha
     return tuple(sympy.Integer(0) if s == 1 else next(moving) for s in shape)
 
 
+def reshaped_coords(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """`coords` of an element of `sizes` as its coordinates in `shape`, a reshape of it (as
+    many elements): its flat row-major position, unravelled."""
+    flat = sum((c * s for c, s in zip(coords, contiguous_strides(sizes))), sympy.Integer(0))
+    return flat_coords(flat, shape)
+
+
 def index_expr(out_sizes: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...],
                coords: tuple[sympy.Expr, ...] | None = None) -> sympy.Expr:
     """Memory offset of the element at `coords` (default: flat position xindex) of
