@@ -389,10 +389,12 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
         if arg in members:
             shapes.add(sizes_of(arg))
         elif is_view(arg) and view_root(arg, is_view) in members and (
-                _same_elements(arg, view_root(arg, is_view), not space.rdims) or not space.rdims and _reshapes(arg, is_view)):
+                _same_elements(arg, view_root(arg, is_view), not space.rdims) or _reshapes(arg, is_view) and (
+                    not space.rdims or space.reshaped and provably_equal(sympy.Mul(*sizes_of(arg)), sympy.Mul(*space.sizes), arg.meta["val"]))):
             # transpose(1, 2).transpose(1, 2), a view there and back: the member itself; in a
             # pointwise run also one that only adds or drops dims of size 1 (a gather's
-            # squeeze), or reshapes it, read at the same flat position (_reshaped_space)
+            # squeeze), or reshapes it, read at the same flat position (_reshaped_space); so in
+            # a reduction over a reshaped run's elements, a reshape of one of them
             shapes.add(sizes_of(arg))
         elif is_view(arg) and view_root(arg, is_view) in members:
             view = arg
