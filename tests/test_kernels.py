@@ -677,7 +677,8 @@ def test_a_reshaped_copy_and_what_reads_it_are_one_kernel(device: str) -> None:
     (b, t, h, d) read through a reshape; a pointwise op of (b, t, c) reading it computes
     the same element at each flat position, and a reduction over either shape takes both
     as its input's elements: the copy, the add and a layer_norm over c are one kernel, the
-    copy never stored (until 2026-11-29 two kernels and a buffer between).
+    copy never stored (until 2026-11-29 two kernels and a buffer between). A bias added to
+    logits and the log_softmax of their (b * t, v) reshape: one kernel too.
     A copy that tiles (a transpose of the innermost dim) keeps a kernel of its own.
     Forward and backward, three sizes, one compile."""
     def merge(o, r):
@@ -706,6 +707,20 @@ def test_a_reshaped_copy_and_what_reads_it_are_one_kernel(device: str) -> None:
     assert forward.counts()[2] == "1", forward  # kernels
     ops = {d.op for d in forward.decisions if d.kernel}
     assert {"aten.clone.default", "aten.add.Tensor", "aten.sigmoid.default", "aten.var_mean.correction"} <= ops, ops
+
+    def loss(h, bias, y):  # a language model's logits, then the loss of them flattened
+        logits = h + bias
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+
+    with capture() as reports:
+        for t in (5, 7, 9):
+            h, bias = torch.randn(2, t, 11, device=device), torch.randn(11, device=device)
+            y = torch.randint(0, 11, (2, t), device=device)
+            _close(torch.compile(loss, backend="xpu_lite", dynamic=True)(h, bias, y), loss(h, bias, y))
+    # the bias add, and the log_softmax of its reshape (amax, then per element sub and exp): one kernel
+    (add,) = [d.kernel.split(" ")[0] for d in reports[0].decisions if d.op == "aten.add.Tensor"]
+    joined = {d.op for d in reports[0].decisions if d.kernel.startswith(add + " ")}
+    assert joined >= {"aten.amax.default", "aten.exp.default", "aten.log.default"}, joined
 
     xpu_lite.reset_counters()
     compiled_tiled = torch.compile(tiled, backend="xpu_lite", dynamic=True)

@@ -389,8 +389,7 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
         if arg in members:
             shapes.add(sizes_of(arg))
         elif is_view(arg) and view_root(arg, is_view) in members and (
-                _same_elements(arg, view_root(arg, is_view), not space.rdims) or _reshapes(arg, is_view) and (
-                    not space.rdims or space.reshaped and provably_equal(sympy.Mul(*sizes_of(arg)), sympy.Mul(*space.sizes), arg.meta["val"]))):
+                _same_elements(arg, view_root(arg, is_view), not space.rdims) or _reshaped_element(arg, space, is_view)):
             # transpose(1, 2).transpose(1, 2), a view there and back: the member itself; in a
             # pointwise run also one that only adds or drops dims of size 1 (a gather's
             # squeeze), or reshapes it, read at the same flat position (_reshaped_space); so in
@@ -428,6 +427,15 @@ def _reshaped_space(run: _Run, node: torch.fx.Node, sizes: tuple[sympy.Expr, ...
     if tiled(space, run.members, is_view) or tiled(_own_space(node), [node], is_view):
         return None
     return dataclasses.replace(space, reshaped=True)
+
+
+def _reshaped_element(view: torch.fx.Node, space: Space, is_view: Any) -> bool:
+    """Whether a view reshapes a value of the kernel of `space` to one read at the same flat
+    position: any reshape in a pointwise run; in a reduction over a reshaped run's
+    elements, one with as many elements as the space (not a row value)."""
+    if not _reshapes(view, is_view):
+        return False
+    return not space.rdims or space.reshaped and provably_equal(sympy.Mul(*sizes_of(view)), sympy.Mul(*space.sizes), view.meta["val"])
 
 
 def _reshapes(view: torch.fx.Node, is_view: Any) -> bool:
