@@ -28,9 +28,10 @@ class Space:
 
     sizes: tuple[sympy.Expr, ...]
     rdims: tuple[int, ...] = ()
-    # a pointwise space whose members' shapes hold the same elements in the same row-major
-    # order only as reshapes of each other ((b, t, h, d) and (b, t, h * d)): each is
-    # computed at the flat xindex, no reduction joins it and it is not tiled
+    # members' shapes hold the same elements (a reduction's: its input's) in the same
+    # row-major order only as reshapes of each other ((b, t, h, d) and (b, t, h * d)): each
+    # value is computed at its flat position (KernelBuilder.coords); not tiled, and no
+    # reduction runs ahead of such a pointwise space (fusion._reduction_ahead)
     reshaped: bool = False
 
     @property
