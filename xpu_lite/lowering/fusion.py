@@ -26,12 +26,13 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import provably_equal, provably_positive, statically_known_true
+from .._torch_compat import provably_equal, provably_positive
 from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group, tiled
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import Space, same_elements_shape, same_shape, sizes_of, slice_map, view_root
+from .space import (ORDER_PRESERVING, Space, reshaped_element, reshapes, same_elements, same_elements_shape, same_shape, sizes_of,
+                    slice_map, view_root)
 
 aten = torch.ops.aten
 
@@ -372,11 +373,6 @@ def _own_space(node: torch.fx.Node) -> Space:
     return Space(sizes_of(node.args[0]), rdims)
 
 
-# views that keep the row-major order of elements: a row value read through one is itself
-_ORDER_PRESERVING = frozenset({aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.alias.default, aten.detach.default,
-                               aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default})
-
-
 def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sympy.Expr, ...]] | None:
     """Shapes of the members `node` reads, directly or through views of a row value that
     only add or drop its reduced dims or expand it back over them; None if it reads a
@@ -389,7 +385,7 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
         if arg in members:
             shapes.add(sizes_of(arg))
         elif is_view(arg) and view_root(arg, is_view) in members and (
-                _same_elements(arg, view_root(arg, is_view), not space.rdims) or _reshaped_element(arg, space, is_view)):
+                same_elements(arg, view_root(arg, is_view), not space.rdims) or reshaped_element(arg, space, is_view)):
             # transpose(1, 2).transpose(1, 2), a view there and back: the member itself; in a
             # pointwise run also one that only adds or drops dims of size 1 (a gather's
             # squeeze), or reshapes it, read at the same flat position (_reshaped_space); so in
@@ -398,7 +394,7 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
         elif is_view(arg) and view_root(arg, is_view) in members:
             view = arg
             while is_view(view):
-                same_row = view.target in _ORDER_PRESERVING and sizes_of(view) in rows
+                same_row = view.target in ORDER_PRESERVING and sizes_of(view) in rows
                 expanded = view.target is aten.expand.default and rows and sizes_of(view.args[0]) == rows[0] and sizes_of(view) == space.sizes
                 if not (same_row or expanded):
                     return None
@@ -411,7 +407,7 @@ def _member_shapes(run: _Run, node: torch.fx.Node, is_view: Any) -> set[tuple[sy
 
 def _reshaped_space(run: _Run, node: torch.fx.Node, sizes: tuple[sympy.Expr, ...], is_view: Any, equal: Any) -> Space | None:
     """The pointwise run's space with `node` of another shape added, where node reads a
-    member, itself or through reshapes (_ORDER_PRESERVING views), and has as many elements
+    member, itself or through reshapes (ORDER_PRESERVING views), and has as many elements
     (`sizes`: its space's, a reduction's input): at each flat position the run computes the
     same element of both (`o.transpose(1, 2).reshape(b, t, c) + r`: the copy and the add in
     one kernel, the copy never stored; a layer_norm after it takes both as its input's
@@ -422,46 +418,11 @@ def _reshaped_space(run: _Run, node: torch.fx.Node, sizes: tuple[sympy.Expr, ...
     if not equal(sympy.Mul(*sizes), sympy.Mul(*space.sizes)):
         return None
     members = set(run.members)
-    if not any(view_root(arg, is_view) in members and _reshapes(arg, is_view) for arg in node.all_input_nodes):
+    if not any(view_root(arg, is_view) in members and reshapes(arg, is_view) for arg in node.all_input_nodes):
         return None
     if tiled(space, run.members, is_view) or tiled(_own_space(node), [node], is_view):
         return None
     return dataclasses.replace(space, reshaped=True)
-
-
-def _reshaped_element(view: torch.fx.Node, space: Space, is_view: Any) -> bool:
-    """Whether a view reshapes a value of the kernel of `space` to one read at the same flat
-    position: any reshape in a pointwise run; in a reduction over a reshaped run's
-    elements, one with as many elements as the space (not a row value)."""
-    if not _reshapes(view, is_view):
-        return False
-    return not space.rdims or space.reshaped and provably_equal(sympy.Mul(*sizes_of(view)), sympy.Mul(*space.sizes), view.meta["val"])
-
-
-def _reshapes(view: torch.fx.Node, is_view: Any) -> bool:
-    """Whether a chain of views only reshapes its root (keeps its row-major order)."""
-    while is_view(view):
-        if view.target not in _ORDER_PRESERVING:
-            return False
-        view = view.args[0]
-    return True
-
-
-def _same_elements(view: torch.fx.Node, root: torch.fx.Node, ones_apart: bool = False) -> bool:
-    """Whether a chain of views reads every element of its root at the root's own
-    coordinates: the same sizes, strides (where a size is not 1) and storage offset. A
-    value computed in the kernel is read through it as itself. `ones_apart`: the sizes
-    may also differ by dims of size 1 (`squeeze`, `unsqueeze`): the same elements in the
-    same flat order, which is how a pointwise kernel computes every value."""
-    val, base = view.meta["val"], root.meta["val"]
-    if not isinstance(base, torch.Tensor) or (val.dim() != base.dim() and not ones_apart):
-        return False
-    same = lambda a, b: statically_known_true(a == b)  # noqa: E731  (2*(s//2) is s where a guard says s is even)
-    dims = lambda t: [(n, st) for n, st in zip(t.shape, t.stride()) if not same(n, 1)]  # noqa: E731
-    ours, theirs = dims(val), dims(base)
-    return (len(ours) == len(theirs)
-            and all(same(n, m) and same(a, b) for (n, a), (m, b) in zip(ours, theirs))
-            and same(val.storage_offset(), base.storage_offset()))
 
 
 def _takes_as_prologue(reduction: torch.fx.Node, member: torch.fx.Node) -> bool:

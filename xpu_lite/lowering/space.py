@@ -1,6 +1,8 @@
 """Iteration spaces and index math: a kernel's Space, the sizes and strides of graph values
 as sympy expressions, an element's coordinates (flat, per space, per transpose tile) and
-its offset in a tensor broadcast to the kernel's shape.
+its offset in a tensor broadcast to the kernel's shape; and which chains of views read a
+kernel's value in place (same_elements) or in its row-major order (reshapes), so that
+fusion reads it from registers.
 
 Input: fake tensors' SymInt sizes and strides. Output: sympy expressions of the size
 symbols and the kernel's index symbols (ir.XINDEX, ir.RINDEX), which the rules and
@@ -17,8 +19,10 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import FloorDiv, ModularIndexing, sym_expr
+from .._torch_compat import FloorDiv, ModularIndexing, provably_equal, statically_known_true, sym_expr
 from . import ir
+
+aten = torch.ops.aten
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,3 +213,43 @@ def slice_map(view: torch.fx.Node) -> tuple[int, sympy.Expr, sympy.Expr] | None:
     if any(sympy.fraction(e)[1] != 1 or not e.is_integer for e in (start, step)):
         return None
     return d, start, step
+
+
+# views that keep the row-major order of elements: a row value read through one is itself
+ORDER_PRESERVING = frozenset({aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.alias.default, aten.detach.default,
+                              aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default})
+
+
+def reshaped_element(view: torch.fx.Node, space: Space, is_view: Any) -> bool:
+    """Whether a view reshapes a value of the kernel of `space` to one read at the same flat
+    position: any reshape in a pointwise run; in a reduction over a reshaped run's
+    elements, one with as many elements as the space (not a row value)."""
+    if not reshapes(view, is_view):
+        return False
+    return not space.rdims or space.reshaped and provably_equal(sympy.Mul(*sizes_of(view)), sympy.Mul(*space.sizes), view.meta["val"])
+
+
+def reshapes(view: torch.fx.Node, is_view: Any) -> bool:
+    """Whether a chain of views only reshapes its root (keeps its row-major order)."""
+    while is_view(view):
+        if view.target not in ORDER_PRESERVING:
+            return False
+        view = view.args[0]
+    return True
+
+
+def same_elements(view: torch.fx.Node, root: torch.fx.Node, ones_apart: bool = False) -> bool:
+    """Whether a chain of views reads every element of its root at the root's own
+    coordinates: the same sizes, strides (where a size is not 1) and storage offset. A
+    value computed in the kernel is read through it as itself. `ones_apart`: the sizes
+    may also differ by dims of size 1 (`squeeze`, `unsqueeze`): the same elements in the
+    same flat order, which is how a pointwise kernel computes every value."""
+    val, base = view.meta["val"], root.meta["val"]
+    if not isinstance(base, torch.Tensor) or (val.dim() != base.dim() and not ones_apart):
+        return False
+    same = lambda a, b: statically_known_true(a == b)  # noqa: E731  (2*(s//2) is s where a guard says s is even)
+    dims = lambda t: [(n, st) for n, st in zip(t.shape, t.stride()) if not same(n, 1)]  # noqa: E731
+    ours, theirs = dims(val), dims(base)
+    return (len(ours) == len(theirs)
+            and all(same(n, m) and same(a, b) for (n, a), (m, b) in zip(ours, theirs))
+            and same(val.storage_offset(), base.storage_offset()))
