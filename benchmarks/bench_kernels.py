@@ -49,6 +49,16 @@ def head_merge(o: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     return o.transpose(1, 2).reshape(b, t, h * d) + r
 
 
+def rotary_merge(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embeddings, then the heads merged: the rotated value is computed where the
+    merge's copy reads it through the transpose, never stored (one kernel since the second
+    session of 2026-11-29, two and a buffer between before)."""
+    b, h, t, d = q.shape
+    q1, q2 = q.chunk(2, -1)
+    y = q * cos + torch.cat((-q2, q1), -1) * sin
+    return y.transpose(1, 2).reshape(b, t, h * d)
+
+
 def nhwc_to_nchw(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 3, 1, 2).contiguous()  # a tiled copy: reads along C, writes along H*W
 
@@ -163,6 +173,9 @@ def main() -> int:
         ("head merge + residual", head_merge,
          [(torch.randn(*((8, 16, 256 * m, 64) if gpu else (2, 3, 8 * m, 4)), device=device),
            torch.randn(*((8, 256 * m, 1024) if gpu else (2, 8 * m, 12)), device=device)) for m in (1, 2, 3, 4)]),
+        ("rotary + head merge", rotary_merge,
+         [tuple(torch.randn(*shape, device=device) for shape in (((8, 16, 256 * m, 64), (256 * m, 64), (256 * m, 64)) if gpu else
+                                                                 ((2, 3, 8 * m, 4), (8 * m, 4), (8 * m, 4)))) for m in (1, 2, 3, 4)]),
         ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 24 * m, 64, 128) if gpu else (3, 12 * m, 10, 20)), device=device),)
                                              for m in (1, 2, 4, 8)]),
         ("pooling windows", pooling_windows, [(torch.randn(*((32, 64, 28 * m, 28 * m) if gpu else (2, 4, 7 * m, 7 * m)),

@@ -730,6 +730,53 @@ def test_a_reshaped_copy_and_what_reads_it_are_one_kernel(device: str) -> None:
     assert xpu_lite.counters.kernels_compiled == 2  # the tiled copy, then the product
 
 
+def test_a_pointwise_value_read_through_a_permute_is_computed_where_it_is_read(device: str) -> None:
+    """A pointwise value read only through permutes that keep the last dim last, or slices,
+    by pointwise ops: their kernel computes it at the coordinates the views map each element
+    to, and it is never stored (until 2026-11-29 a kernel of its own stored it first). The
+    head merge `y.transpose(1, 2).reshape(b, t, c)` after rotary embeddings is one kernel,
+    and so, in the backward, the rotary gradient and the copy of it the projection's matmul
+    reads. A transpose of the last dim keeps its tiled copy. Forward and backward, three
+    sizes, one compile."""
+    def rotary(x, w, cos, sin):
+        b, t, _ = x.shape
+        q = (x @ w).view(b, t, 2, -1).transpose(1, 2)  # (b, heads, t, d)
+        q1, q2 = q.chunk(2, -1)
+        q = q * cos + torch.cat((-q2, q1), -1) * sin
+        return q.transpose(1, 2).reshape(b, t, -1), q @ q.transpose(-1, -2)
+
+    compiled = torch.compile(rotary, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for t in (5, 7, 9):
+            x, w = torch.randn(2, t, 6, device=device), torch.randn(6, 8, device=device, requires_grad=True)
+            cos, sin = torch.randn(t, 4, device=device), torch.randn(t, 4, device=device)
+            w2 = w.detach().clone().requires_grad_()
+            got, expected = compiled(x, w, cos, sin), rotary(x, w2, cos, sin)
+            for g, e in zip(got, expected, strict=True):
+                _close(g, e)
+            sum((g * g).sum() for g in got).backward()
+            sum((e * e).sum() for e in expected).backward()
+            _close(w.grad, w2.grad)
+    assert xpu_lite.counters.forward_graphs == 1
+    forward, backward = reports[0], reports[1]
+    # the rotary product's terms are computed where the head merge's copy reads them (the
+    # other copy, q's transpose for the matmul, is a tiled kernel of its own)
+    (merge,) = [d.kernel.split(" ")[0] for d in forward.decisions if d.op == "aten.clone.default" and "tiled" not in d.kernel]
+    assert {d.op for d in forward.decisions if d.kernel.startswith(merge + " ")} >= {
+        "aten.mul.Tensor", "aten.neg.default", "aten.cat.default", "aten.add.Tensor"}
+    # the backward: the rotary gradient and the copy of it for the projection's matmul, one kernel
+    assert backward.counts()[2] == "1", backward
+    inlined = {d.op for d in backward.decisions if "computed where clone" in d.kernel}
+    assert inlined == {"aten.add.Tensor"}, backward  # (what it reads computed where it reads them in turn)
+
+    xpu_lite.reset_counters()
+    moved = torch.compile(lambda x: (x + 1).transpose(-1, -2).contiguous(), backend="xpu_lite", dynamic=True)
+    for n in (5, 9):
+        x = torch.randn(2, n, 7, device=device)
+        assert torch.equal(moved(x), (x + 1).transpose(-1, -2).contiguous())
+    assert xpu_lite.counters.kernels_compiled == 2  # the add, then the tiled copy
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.bool])
 def test_tiled_transpose_of_other_dtypes(device: str, dtype: torch.dtype) -> None:
     fn = lambda x: x.t().contiguous()  # noqa: E731

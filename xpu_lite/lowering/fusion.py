@@ -14,8 +14,9 @@ something outside the group reads, at the strides eager would give them
 group of its own that stores into its input's buffer (scatter.py). An adaptive pool is a
 reduction over a space of its own: its result's elements times a bound on their windows
 (adaptive.py); consumers of its rows join it. A pointwise producer or placing op that
-only placing ops and pools read (inlined_producers) is in no run: each reader's kernel
-computes it where it reads it, and it is never stored.
+only placing ops and pools read, or pointwise ops through slices and permutes
+(inlined_producers), is in no run: each reader's kernel computes it where it reads it,
+and it is never stored.
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ from .decisions import Decision, DecisionKind
 from .kernel_builder import Group, build_group, tiled
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import (ORDER_PRESERVING, Space, reshaped_element, reshapes, same_elements, same_elements_shape, same_shape, sizes_of,
-                    slice_map, view_root)
+from .space import (ORDER_PRESERVING, Space, keeps_last_dim, mapped_root, reshaped_element, reshapes, same_elements, same_elements_shape,
+                    same_shape, sizes_of, slice_map, view_root)
 
 aten = torch.ops.aten
 
@@ -158,14 +159,15 @@ def titled(group: Group) -> Group:
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
     """Pointwise kernel nodes that only rules which gather them at positions of their own
     read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
-    index tensor), or other such producers, or slices of them: each reader computes the
-    producer's element where it reads it, from the producer's inputs loaded there, rather
-    than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary
-    embeddings' rotate_half, and in its gradient the slices of `grad * sin`; OPT's
-    `positions + 2` before its embedding; a slice is its input at mapped positions,
-    space.slice_map). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
+    index tensor), or pointwise ops through slices and permutes (_computed_through), or
+    other such producers, or those views of them: each reader computes the producer's
+    element where it reads it, from the producer's inputs loaded there, rather than a
+    kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
+    rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
+    before its embedding; a slice or permute is its input at mapped positions,
+    space.slice_map, space.permute_dims). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
     read by a product the KV cache's cat computes) is one too, computed at the reader's
-    coordinates (KernelBuilder.placed_at). The list holds those slices too. The reader's
+    coordinates (KernelBuilder.placed_at). The list holds those views too. The reader's
     kernel may not compute those inputs itself (_loaded_roots), and nothing between the
     producer and the reader writes a tensor: the inputs are read when the reader runs."""
     def kernel(node: torch.fx.Node) -> bool:
@@ -176,7 +178,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
         if not (isinstance(val, torch.Tensor) and val.dim() > 0 and node.users):
             return False
         if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
-            return slice_map(node) is not None
+            return slice_map(node) is not None or keeps_last_dim(node)
         return kernel(node) and (LOWERINGS.pointwise(node) or LOWERINGS.places(node))
 
     nodes = list(gm.graph.nodes)
@@ -191,7 +193,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
         for user in node.users:
             if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
-            elif kernel(user) and _only_gathered(user, node):
+            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions)):
                 readers.append(position[user])
             else:
                 break
@@ -212,6 +214,24 @@ def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
             and not any(inside(v) for v in user.kwargs.values()))
 
 
+def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
+    """Whether the pointwise `user` reads `view`, slices and permutes of a pointwise producer
+    (space.mapped_root), only as an operand it computes on (not a gathered, unread or
+    keyword argument): user's kernel computes the producer's element at the coordinates the
+    views map the element to (KernelBuilder._recompute). `y.transpose(1, 2).contiguous()`
+    of a pointwise y (attention's head merge after rotary embeddings' gradient) is one
+    kernel: y is never stored."""
+    source = mapped_root(view, lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW)
+    decision = decisions.get(source.name) if source is not None else None
+    if not (LOWERINGS.pointwise(user) and decision is not None and decision.kind is DecisionKind.KERNEL
+            and (LOWERINGS.pointwise(source) or LOWERINGS.places(source))):
+        return False  # a view of an input or an eager call's result is loaded as it is
+    skipped = set(LOWERINGS.unread(user)) | set(LOWERINGS.gathers(user))
+    return (any(arg is view for p, arg in enumerate(user.args) if p not in skipped)
+            and not any(arg is view or isinstance(arg, (list, tuple)) and view in arg for p, arg in enumerate(user.args) if p in skipped)
+            and view not in user.kwargs.values())
+
+
 def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_view: Any,
                   computed: frozenset[torch.fx.Node] | set[torch.fx.Node] = frozenset()) -> list[torch.fx.Node]:
     """The buffers `node`'s rule loads at positions of its own: its gathered tensors', and
@@ -222,7 +242,9 @@ def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_vie
     computes them (or a 0-dim value), they are read in registers, not loaded (grid_sample's
     coordinates, computed and looked up in one kernel)."""
     in_place = set(LOWERINGS.indexes_in_place(node)) if computed else set()
-    roots, todo = [], [(arg, arg in in_place) for arg in LOWERINGS.gathered(node)]
+    gathered = LOWERINGS.gathered(node)
+    roots, todo = [], [(arg, arg in in_place) for arg in gathered]
+    todo += [(arg, False) for arg in node.all_input_nodes if arg in inlined and arg not in gathered]  # _computed_through
     while todo:
         arg, aligned = todo.pop()
         if aligned and arg in computed:

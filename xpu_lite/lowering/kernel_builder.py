@@ -16,8 +16,9 @@ from .._torch_compat import provably_equal, sym_expr
 from ..held_values import held_value
 from . import ir
 from .registry import LOWERINGS
-from .space import (Space, choose_tile, coords_as, flat_coords, index_expr, reshaped_coords, same_elements_shape, same_shape, sizes_of,
-                    slice_map, space_coords, strides_of, tiled_index, view_root)
+from .space import (Space, broadcast_coords, choose_tile, coords_as, flat_coords, index_expr, permute_dims, reshaped_coords,
+                    same_elements_shape, same_shape, sizes_of, slice_map, space_coords, strides_of, tiled_index, unpermuted,
+                    view_root)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,11 +176,14 @@ class KernelBuilder:
 
     def _recompute(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """A pointwise producer's element at `coords`: its rule on its inputs' elements there
-        (broadcast), loaded under `mask`, or computed so where inlined too. A slice of one
-        is its input's element at the mapped coordinates."""
-        if (sliced := slice_map(node)) is not None:
-            d, start, step = sliced
-            at = coords[:d] + (self.wrapper_size(start) + coords[d] * self.wrapper_size(step),) + coords[d + 1:]
+        (broadcast), loaded under `mask`, or computed so where inlined too. A slice or a
+        permute of one is its input's element at the mapped coordinates."""
+        if (sliced := slice_map(node)) is not None or (dims := permute_dims(node)) is not None:
+            if sliced is not None:
+                d, start, step = sliced
+                at = coords[:d] + (self.wrapper_size(start) + coords[d] * self.wrapper_size(step),) + coords[d + 1:]
+            else:
+                at = unpermuted(dims, coords)
             source = node.args[0]
             return self._recompute(source, at, mask) if source in self.inlined else self.gather(source, at, mask)
         sizes, operands = sizes_of(node), []
@@ -189,10 +193,8 @@ class KernelBuilder:
                 operands.append(arg)  # a placing op gathers its own (at the coordinates in placed_at)
             elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
                 operands.append(ir.Ref(self.sym(arg)))
-            else:  # broadcast: a dim of 1 against a longer one is read at 0
-                lead = len(sizes) - len(sizes_of(arg))
-                at = tuple(sympy.Integer(0) if n == 1 and sizes[lead + d] != 1 else coords[lead + d]
-                           for d, n in enumerate(sizes_of(arg)))
+            else:
+                at = broadcast_coords(coords, sizes, sizes_of(arg))
                 if arg in self.inlined:
                     operands.append(ir.Ref(_leaving_its_dtype(self, self._recompute(arg, at, mask), arg, node)))
                 else:
@@ -372,7 +374,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
     member_set = set(members)
     stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and _read_outside(n, member_set, is_view)]
     fake = next((n.meta["val"] for n in members if isinstance(n.meta["val"], torch.Tensor)), None)
-    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view), is_view, name, inlined,
+    builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view, inlined), is_view, name, inlined,
                             lambda a, b: provably_equal(a, b, fake))
     value_of: dict[torch.fx.Node, Any] = builder.computed
     for node in members:
@@ -396,6 +398,10 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                     operands.append(ir.Ref(_leaving_its_dtype(builder, value, arg, node)))
                 elif isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat)):
                     operands.append(ir.Ref(builder.sym(arg)))
+                elif arg in inlined:  # a view of a producer, computed here at the element's coordinates in it
+                    coords = builder.coords(at) or flat_coords(ir.XINDEX, at)  # (never tiled: _tile)
+                    value = builder._recompute(arg, broadcast_coords(coords, at, sizes_of(arg)), None)
+                    operands.append(ir.Ref(_leaving_its_dtype(builder, value, arg, node)))
                 else:
                     operands.append(ir.Ref(builder.load(arg, at, view_root(arg, is_view))))
             else:
@@ -465,10 +471,13 @@ def tiled(space: Space, members: list[torch.fx.Node], is_view: Any) -> bool:
 
 
 def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.Node], stored: list[torch.fx.Node],
-          is_view: Any) -> ir.Tile | None:
+          is_view: Any, inlined: frozenset[torch.fx.Node] = frozenset()) -> ir.Tile | None:
     """choose_tile over what a pointwise group loads from outside and what it stores; none
-    where a value has a shape apart from the space's by dims of 1 (computed at flat xindex)."""
+    where a value has a shape apart from the space's by dims of 1 (computed at flat xindex),
+    or a member computes a view of a producer at its coordinates (fusion.inlined_producers)."""
     if space.rdims or any(sizes_of(n) not in (space.sizes, ()) for n in members) or any(map(LOWERINGS.reads_coordinates, members)):
+        return None
+    if any(arg in inlined for node in members for arg in node.all_input_nodes):
         return None
     reads = []
     for node in members:

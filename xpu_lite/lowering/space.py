@@ -116,6 +116,13 @@ def coords_as(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], sha
     return tuple(sympy.Integer(0) if s == 1 else next(moving) for s in shape)
 
 
+def broadcast_coords(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """`coords` of an element of `sizes` as its coordinates in a value of `shape` broadcast
+    (aligned right) to it: 0 along a dim of 1 against a longer one."""
+    lead = len(sizes) - len(shape)
+    return tuple(sympy.Integer(0) if n == 1 and sizes[lead + d] != 1 else coords[lead + d] for d, n in enumerate(shape))
+
+
 def reshaped_coords(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     """`coords` of an element of `sizes` as its coordinates in `shape`, a reshape of it (as
     many elements): its flat row-major position, unravelled."""
@@ -213,6 +220,42 @@ def slice_map(view: torch.fx.Node) -> tuple[int, sympy.Expr, sympy.Expr] | None:
     if any(sympy.fraction(e)[1] != 1 or not e.is_integer for e in (start, step)):
         return None
     return d, start, step
+
+
+def permute_dims(view: torch.fx.Node) -> tuple[int, ...] | None:
+    """The dims of a `permute` view, normalized (its dim d is its input's dims[d]); None for
+    another view."""
+    if view.target is not torch.ops.aten.permute.default or not isinstance(view.args[0], torch.fx.Node) or not view.args[1]:
+        return None
+    return tuple(d % len(view.args[1]) for d in view.args[1])
+
+
+def unpermuted(dims: tuple[int, ...], coords: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """`coords` of an element of a permute view (permute_dims `dims`) as its input's."""
+    at: list[sympy.Expr] = [sympy.Integer(0)] * len(dims)
+    for d, source in enumerate(dims):
+        at[source] = coords[d]
+    return tuple(at)
+
+
+def keeps_last_dim(view: torch.fx.Node) -> bool:
+    """A permute that keeps the last dim last: read through it, a value is still read and
+    stored contiguously along that dim (a transpose that moves it is a tiled copy, which
+    a kernel computing the value at the copy's coordinates would not be)."""
+    dims = permute_dims(view)
+    return dims is not None and dims[-1] == len(dims) - 1
+
+
+def mapped_root(view: torch.fx.Node, is_view: Any) -> torch.fx.Node | None:
+    """What a chain of views reads where each is a slice or a permute that keeps the last
+    dim (KernelBuilder._recompute maps an element's coordinates through each); None where
+    another view stands in it, or `view` is no view."""
+    node = view
+    while is_view(node):
+        if slice_map(node) is None and not keeps_last_dim(node):
+            return None
+        node = node.args[0]
+    return node if node is not view else None
 
 
 # views that keep the row-major order of elements: a row value read through one is itself
