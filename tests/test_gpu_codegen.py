@@ -472,7 +472,7 @@ def test_window_placing_and_scalar_argument_kernels_compile_for_cuda(captured) -
 
 def test_kernels_computing_a_producer_where_they_gather_it_compile_for_cuda(captured) -> None:
     """Rotary embeddings forward and backward, and placing ops and a pool reading
-    producers they compute where they read them (fusion.inlined_producers): masked
+    producers they compute where they read them (inlining.inlined_producers): masked
     recomputation, a half producer rounded before cat promotes it, slices of slices, a
     mask known while building along a size-1 dim."""
     from .test_indexing import placed_producers, rotary_embedding

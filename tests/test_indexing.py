@@ -503,7 +503,7 @@ def rotary_embedding(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> t
 
 
 def placed_producers(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, f: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Pointwise producers only placing ops read (fusion.inlined_producers)."""
+    """Pointwise producers only placing ops read (inlining.inlined_producers)."""
     return (F.pad(a + b, (1, 2)), torch.cat([h * 3, f], dim=0), (a * b).flip(0), (a * 2 - b).repeat(2, 1),
             F.pad(1 / a, (2, 0), value=-1.0), torch.cat([(b - a)[1:, ::2], b[:, :2]]))
 
@@ -512,7 +512,7 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
     """`-x2` in rotary embeddings' `cat((-x2, x1))` (and in its gradient `grad * sin`, read
     through slices by a neg and the slice_scatters) is computed in the placing op's kernel
     at the positions it reads, from its inputs loaded there: no kernel of its own storing
-    it first (fusion.inlined_producers). Slices with a start and a step, broadcast
+    it first (inlining.inlined_producers). Slices with a start and a step, broadcast
     inputs, masked positions (a pad reads outside its input: 1 / 0 there, never picked), a
     half value promoted by cat
     (rounded as its tensor holds it), flip and repeat; bitwise equal to eager."""
@@ -632,7 +632,7 @@ def test_a_producer_is_not_computed_where_its_inputs_are_not_in_memory_yet() -> 
     from xpu_lite.config import parse_config
     from xpu_lite.decomp import build_plan
     from xpu_lite.lowering import partition
-    from xpu_lite.lowering.fusion import inlined_producers
+    from xpu_lite.lowering.inlining import inlined_producers
 
     def written_between(x, y):
         n = x.neg()

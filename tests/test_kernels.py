@@ -777,6 +777,48 @@ def test_a_pointwise_value_read_through_a_permute_is_computed_where_it_is_read(d
     assert xpu_lite.counters.kernels_compiled == 2  # the add, then the tiled copy
 
 
+def test_a_pointwise_kernel_only_a_later_kernel_reads_is_computed_in_it(device: str) -> None:
+    """A partial sum `x @ w1 + x @ w2`, read only by `+ h @ w3` after a matmul that
+    reads another kernel's h (so it cannot run first), is computed in the later kernel,
+    called where that starts, and never stored (a gradient's sum over q, k and v in
+    attention's backward): one kernel where there were two and a buffer between (until
+    2026-11-29), here with a reduction. A value an eager call between reads stays where
+    it was, stored for that call. Forward and backward, three sizes, one compile."""
+    def partial_sums(x, w1, w2, w3):
+        s = x @ w1 + x @ w2
+        h = torch.tanh(x) * 2  # a kernel the last matmul reads: that matmul cannot run before s's kernel
+        return (s + h @ w3).relu().sum(-1)
+
+    def read_between(x, w):
+        s = x.exp()
+        return s + s @ w  # the matmul reads s between: s is stored first
+
+    compiled = torch.compile(partial_sums, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7, 9):
+            x = torch.randn(n, 4, device=device, requires_grad=True)
+            ws = [torch.randn(4, 6, device=device, requires_grad=True) for _ in range(3)]
+            x2, ws2 = x.detach().clone().requires_grad_(), [w.detach().clone().requires_grad_() for w in ws]
+            got, expected = compiled(x, *ws), partial_sums(x2, *ws2)
+            _close(got, expected)
+            (got * got).sum().backward()
+            (expected * expected).sum().backward()
+            for a, b in zip([x, *ws], [x2, *ws2], strict=True):
+                _close(a.grad, b.grad)
+    assert xpu_lite.counters.forward_graphs == 1
+    forward = reports[0]
+    assert forward.counts()[2] == "2", forward  # h, then the sums, the relu and the row sum
+    kernel_of = {d.op: d.kernel.split(" ")[0] for d in forward.decisions if d.kernel}
+    assert kernel_of["aten.add.Tensor"] == kernel_of["aten.relu.default"] != kernel_of["aten.tanh.default"], forward
+
+    xpu_lite.reset_counters()
+    compiled = torch.compile(read_between, backend="xpu_lite", dynamic=True)
+    for n in (5, 7):
+        x, w = torch.randn(n, 4, device=device), torch.randn(4, 4, device=device)
+        _close(compiled(x, w), read_between(x, w))
+    assert xpu_lite.counters.kernels_compiled == 2  # exp, then the add after the matmul
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.bool])
 def test_tiled_transpose_of_other_dtypes(device: str, dtype: torch.dtype) -> None:
     fn = lambda x: x.t().contiguous()  # noqa: E731

@@ -283,7 +283,7 @@ def test_what_is_not_lowered_says_why() -> None:
 
 def test_a_producer_only_pools_read_is_computed_in_the_pools_kernel(device: str) -> None:
     """`F.max_pool2d(x.relu(), ...)` in inference is one kernel: the relu is computed at each
-    window position the pool reads, never stored (fusion.inlined_producers). A padded tap
+    window position the pool reads, never stored (inlining.inlined_producers). A padded tap
     reads 0 as a masked load does, not the producer of 0 (`x + 1` would add 1 per padded
     tap to the average); bitwise eager's at every size."""
     def fn(x):

@@ -21,6 +21,7 @@ and it is never stored.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import sympy
@@ -29,11 +30,11 @@ import torch.fx
 
 from .._torch_compat import provably_equal, provably_positive
 from .decisions import Decision, DecisionKind
+from .inlining import inlined_producers
 from .kernel_builder import Group, build_group, tiled
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import (ORDER_PRESERVING, Space, keeps_last_dim, mapped_root, reshaped_element, reshapes, same_elements, same_elements_shape,
-                    same_shape, sizes_of, slice_map, view_root)
+from .space import ORDER_PRESERVING, Space, reshaped_element, reshapes, same_elements, same_elements_shape, same_shape, sizes_of, view_root
 
 aten = torch.ops.aten
 
@@ -131,6 +132,8 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current = _Run(_own_space(node), [node], follows=current if not waiting else None)
             runs.append(current)
     flush()
+    sunk = _taken_by_readers(runs, is_view, inlined)
+    moved = moved or sunk
     parts = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
     if moved or len(parts) > len(runs):
         gm.recompile()  # nodes moved: gm's own code follows the graph's new order
@@ -154,82 +157,6 @@ def titled(group: Group) -> Group:
             ops.setdefault(op._overloadpacket.__name__.strip("_"), None)
     title = "_".join(list(ops)[:TITLE_OPS])
     return dataclasses.replace(group, kernel=dataclasses.replace(group.kernel, title=title))
-
-
-def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
-    """Pointwise kernel nodes that only rules which gather them at positions of their own
-    read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
-    index tensor), or pointwise ops through slices and permutes (_computed_through), or
-    other such producers, or those views of them: each reader computes the producer's
-    element where it reads it, from the producer's inputs loaded there, rather than a
-    kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
-    rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
-    before its embedding; a slice or permute is its input at mapped positions,
-    space.slice_map, space.permute_dims). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
-    read by a product the KV cache's cat computes) is one too, computed at the reader's
-    coordinates (KernelBuilder.placed_at). The list holds those views too. The reader's
-    kernel may not compute those inputs itself (_loaded_roots), and nothing between the
-    producer and the reader writes a tensor: the inputs are read when the reader runs."""
-    def kernel(node: torch.fx.Node) -> bool:
-        return node.name in decisions and decisions[node.name].kind is DecisionKind.KERNEL
-
-    def producer(node: torch.fx.Node) -> bool:  # a pointwise node, or a slice of one read at mapped positions
-        val = node.meta.get("val")
-        if not (isinstance(val, torch.Tensor) and val.dim() > 0 and node.users):
-            return False
-        if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
-            return slice_map(node) is not None or keeps_last_dim(node)
-        return kernel(node) and (LOWERINGS.pointwise(node) or LOWERINGS.places(node))
-
-    nodes = list(gm.graph.nodes)
-    position = {node: i for i, node in enumerate(nodes)}
-    writes = [i for i, node in enumerate(nodes)
-              if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable]
-    read_at: dict[torch.fx.Node, int] = {}  # an inlined producer -> where its last reader runs
-    for node in reversed(nodes):  # readers first
-        if not producer(node):
-            continue
-        readers = []
-        for user in node.users:
-            if user in read_at:
-                readers.append(read_at[user])  # computed where that one is
-            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions)):
-                readers.append(position[user])
-            else:
-                break
-        else:
-            last = max(readers)
-            if not any(position[node] < i < last for i in writes):
-                read_at[node] = last
-    return sorted(read_at, key=position.__getitem__)
-
-
-def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
-    """Whether `user` reads `node` only as a tensor its rule gathers and computes where it
-    does, when it is a pointwise producer (LOWERINGS.inlined_args)."""
-    gathers = LOWERINGS.inlined_args(user)
-    inside = lambda arg: arg is node or isinstance(arg, (list, tuple)) and node in arg  # noqa: E731
-    return (any(inside(a) for p, a in enumerate(user.args) if p in gathers)
-            and not any(inside(a) for p, a in enumerate(user.args) if p not in gathers)
-            and not any(inside(v) for v in user.kwargs.values()))
-
-
-def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
-    """Whether the pointwise `user` reads `view`, slices and permutes of a pointwise producer
-    (space.mapped_root), only as an operand it computes on (not a gathered, unread or
-    keyword argument): user's kernel computes the producer's element at the coordinates the
-    views map the element to (KernelBuilder._recompute). `y.transpose(1, 2).contiguous()`
-    of a pointwise y (attention's head merge after rotary embeddings' gradient) is one
-    kernel: y is never stored."""
-    source = mapped_root(view, lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW)
-    decision = decisions.get(source.name) if source is not None else None
-    if not (LOWERINGS.pointwise(user) and decision is not None and decision.kind is DecisionKind.KERNEL
-            and (LOWERINGS.pointwise(source) or LOWERINGS.places(source))):
-        return False  # a view of an input or an eager call's result is loaded as it is
-    skipped = set(LOWERINGS.unread(user)) | set(LOWERINGS.gathers(user))
-    return (any(arg is view for p, arg in enumerate(user.args) if p not in skipped)
-            and not any(arg is view or isinstance(arg, (list, tuple)) and view in arg for p, arg in enumerate(user.args) if p in skipped)
-            and view not in user.kwargs.values())
 
 
 def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_view: Any,
@@ -315,6 +242,62 @@ def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Nod
     return moving, run
 
 
+def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:
+    """Each pointwise run whose values one later run alone reads (directly or through
+    views), with no write or scatter between them, joins that run where it starts: a
+    gradient's partial sum `a + b`, read by `+ c` after the matmul that computes c, is
+    computed in c's kernel and never stored (two of llama's per layer). The run's nodes
+    move to just before the reader's first member; what they read comes before them
+    already. `runs` is updated in place. Whether any run moved."""
+    moved, i = False, 0
+    while i < len(runs):
+        run, run_of = runs[i], {m: r for r in runs for m in r.members}
+        readers = [run_of.get(user) for user in _readers_outside(run, is_view)]
+        reader = readers[0] if readers and all(r is readers[0] for r in readers) else None
+        merged = (_joined_rows(_Run(run.space, list(run.members)), reader, is_view, inlined)
+                  if reader is not None and _index(runs, reader) > i and not (run.scatter or run.space.rdims or reader.scatter)
+                  and _nothing_written_between(run.members[-1], reader.members[0], run_of) else None)
+        if merged is None:
+            i += 1
+            continue
+        for node in run.members:
+            reader.members[0].prepend(node)
+        reader.space, reader.members = merged.space, merged.members
+        reader.registers = reader.registers or any(root in merged.members for m in merged.members for root in _loaded_roots(m, inlined, is_view))
+        del runs[i]
+        moved = True
+    return moved
+
+
+def _index(runs: list[_Run], run: _Run) -> int:
+    return next(i for i, r in enumerate(runs) if r is run)
+
+
+def _readers_outside(run: _Run, is_view: Any) -> set[torch.fx.Node]:
+    """The nodes outside `run` that read its members, through views too (the views themselves not)."""
+    members, found = set(run.members), set()
+    todo = [user for m in run.members for user in m.users]
+    while todo:
+        user = todo.pop()
+        if is_view(user):
+            todo += list(user.users)
+        elif user not in members:
+            found.add(user)
+    return found
+
+
+def _nothing_written_between(last: torch.fx.Node, first: torch.fx.Node, run_of: dict[torch.fx.Node, _Run]) -> bool:
+    """Whether no node after `last` and before `first` writes a tensor (a mutable op, a
+    scatter into its input's buffer)."""
+    node = last.next
+    while node is not first:
+        if (isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable) or (
+                node in run_of and run_of[node].scatter):
+            return False
+        node = node.next
+    return True
+
+
 def _adjacent(before: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:
     """Whether only views and inlined producers stand between `before`'s last member and
     `run`'s first: no eager call moved there, which one kernel for both, called where
@@ -328,9 +311,13 @@ def _adjacent(before: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx
 
 
 def _joined_rows(joined: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> _Run | None:
-    """`joined` (a reduction's run) with every member of `run` added, or None."""
+    """`joined` with every member of `run` added, as fuse adds them, or None."""
     for member in run.members:
-        if (space := _joined_space(joined, member, is_view, inlined)) is None:
+        if member.target is operator.getitem and member.args[0] in joined.members or _is_constant(member):
+            space = joined.space  # one result of a multi-output reduction; a 0-dim constant
+        elif (space := _joined_space(joined, member, is_view, inlined)) is None and not joined.space.rdims and _is_scalar(member, joined, is_view):
+            space = joined.space
+        if space is None:
             return None
         joined.space = space
         joined.members.append(member)

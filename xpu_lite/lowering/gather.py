@@ -153,7 +153,7 @@ def _broadcast(shapes: list[tuple[sympy.Expr, ...]]) -> tuple[sympy.Expr, ...]:
 def _reg(target: Any, check: Callable[[torch.fx.Node], str | None], rule: Callable[..., int], table: int, index: int) -> None:
     """`table`: the argument loaded at loaded positions; `index`: the index tensor (a list
     for index.Tensor), loaded through KernelBuilder.gather, so a pointwise producer of it is
-    computed there (fusion.inlined_producers: `(ids + 2).long()` before an embedding); one
+    computed there (inlining.inlined_producers: `(ids + 2).long()` before an embedding); one
     of the lookup's own shape, which the rule reads at the element's own coordinates, is
     read in registers where the same pointwise kernel computes it (index_in_place)."""
     LOWERINGS.register(target, checker=check, gathers=(table, index), coordinates=True, inlines=(index,),

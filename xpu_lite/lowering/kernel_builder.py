@@ -30,7 +30,7 @@ class Group:
     # a scatter's group: the node whose buffer the kernel updates in place (no allocation; the
     # stored node is that buffer afterwards, and nothing else reads it: scatter.own_buffers)
     into: torch.fx.Node | None = None
-    # pointwise producers computed where a member gathers them, not stored (fusion.inlined_producers)
+    # pointwise producers computed where a member gathers them, not stored (inlining.inlined_producers)
     inlined: tuple[torch.fx.Node, ...] = ()
 
 
@@ -61,7 +61,7 @@ class KernelBuilder:
         self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
         self.known: dict[tuple[Any, ...], int] = {}  # pure values already computed (see _add)
         self.ordered = False  # see in_order
-        self.inlined = inlined  # pointwise producers computed where they are gathered (fusion.inlined_producers)
+        self.inlined = inlined  # pointwise producers computed where they are gathered (inlining.inlined_producers)
         self.recomputed: dict[torch.fx.Node, None] = {}  # those this kernel computed, in order
         # a placing op computed where it is gathered: its coordinates there and the lanes
         # that read it (see _recompute), innermost last
@@ -474,7 +474,7 @@ def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.N
           is_view: Any, inlined: frozenset[torch.fx.Node] = frozenset()) -> ir.Tile | None:
     """choose_tile over what a pointwise group loads from outside and what it stores; none
     where a value has a shape apart from the space's by dims of 1 (computed at flat xindex),
-    or a member computes a view of a producer at its coordinates (fusion.inlined_producers)."""
+    or a member computes a view of a producer at its coordinates (inlining.inlined_producers)."""
     if space.rdims or any(sizes_of(n) not in (space.sizes, ()) for n in members) or any(map(LOWERINGS.reads_coordinates, members)):
         return None
     if any(arg in inlined for node in members for arg in node.all_input_nodes):

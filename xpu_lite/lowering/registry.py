@@ -46,13 +46,13 @@ class Lowering:
     space: Callable[[torch.fx.Node], tuple[tuple[Any, ...], tuple[int, ...]]] | None = None
     # the rule loads its gathered tensors through KernelBuilder.gather at coordinates computed
     # from the element's (cat, pad, flip, pools' windows): a pointwise producer that only such
-    # readers read is computed there instead of stored (fusion.inlined_producers). A tuple:
+    # readers read is computed there instead of stored (inlining.inlined_producers). A tuple:
     # only the tensors at those argument positions (a lookup's index tensor, not the table
     # it loads from at loaded positions, KernelBuilder.gather_at)
     inlines: bool | tuple[int, ...] = False
     # each element is one element of a gathered input, or a value of the node's own (cat, pad,
     # flip, repeat, slice/select/diagonal_scatter): computed at other coordinates as cheaply as
-    # at its own, so an inlined producer may be one (fusion.inlined_producers)
+    # at its own, so an inlined producer may be one (inlining.inlined_producers)
     places: bool = False
     # a lookup (gather.py): an index tensor of the node's own shape is read at the element's
     # own coordinates, so a pointwise kernel that computes it reads it in registers

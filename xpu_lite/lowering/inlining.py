@@ -1,0 +1,90 @@
+"""Which pointwise producers are computed where they are read, never stored.
+
+Input: the aten graph and its decisions. Output: inlined_producers, the nodes fusion
+puts in no run (fusion.py): each kernel that reads one computes its element at the
+coordinates it reads (KernelBuilder._recompute), from its inputs loaded there.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from .decisions import Decision, DecisionKind
+from .registry import LOWERINGS
+from .space import keeps_last_dim, mapped_root, slice_map
+
+
+def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
+    """Pointwise kernel nodes that only rules which gather them at positions of their own
+    read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
+    index tensor), or pointwise ops through slices and permutes (_computed_through), or
+    other such producers, or those views of them: each reader computes the producer's
+    element where it reads it, from the producer's inputs loaded there, rather than a
+    kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
+    rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
+    before its embedding; a slice or permute is its input at mapped positions,
+    space.slice_map, space.permute_dims). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
+    read by a product the KV cache's cat computes) is one too, computed at the reader's
+    coordinates (KernelBuilder.placed_at). The list holds those views too. The reader's
+    kernel may not compute those inputs itself (_loaded_roots), and nothing between the
+    producer and the reader writes a tensor: the inputs are read when the reader runs."""
+    def kernel(node: torch.fx.Node) -> bool:
+        return node.name in decisions and decisions[node.name].kind is DecisionKind.KERNEL
+
+    def producer(node: torch.fx.Node) -> bool:  # a pointwise node, or a slice of one read at mapped positions
+        val = node.meta.get("val")
+        if not (isinstance(val, torch.Tensor) and val.dim() > 0 and node.users):
+            return False
+        if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
+            return slice_map(node) is not None or keeps_last_dim(node)
+        return kernel(node) and (LOWERINGS.pointwise(node) or LOWERINGS.places(node))
+
+    nodes = list(gm.graph.nodes)
+    position = {node: i for i, node in enumerate(nodes)}
+    writes = [i for i, node in enumerate(nodes)
+              if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable]
+    read_at: dict[torch.fx.Node, int] = {}  # an inlined producer -> where its last reader runs
+    for node in reversed(nodes):  # readers first
+        if not producer(node):
+            continue
+        readers = []
+        for user in node.users:
+            if user in read_at:
+                readers.append(read_at[user])  # computed where that one is
+            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions)):
+                readers.append(position[user])
+            else:
+                break
+        else:
+            last = max(readers)
+            if not any(position[node] < i < last for i in writes):
+                read_at[node] = last
+    return sorted(read_at, key=position.__getitem__)
+
+
+def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether `user` reads `node` only as a tensor its rule gathers and computes where it
+    does, when it is a pointwise producer (LOWERINGS.inlined_args)."""
+    gathers = LOWERINGS.inlined_args(user)
+    inside = lambda arg: arg is node or isinstance(arg, (list, tuple)) and node in arg  # noqa: E731
+    return (any(inside(a) for p, a in enumerate(user.args) if p in gathers)
+            and not any(inside(a) for p, a in enumerate(user.args) if p not in gathers)
+            and not any(inside(v) for v in user.kwargs.values()))
+
+
+def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
+    """Whether the pointwise `user` reads `view`, slices and permutes of a pointwise producer
+    (space.mapped_root), only as an operand it computes on (not a gathered, unread or
+    keyword argument): user's kernel computes the producer's element at the coordinates the
+    views map the element to (KernelBuilder._recompute). `y.transpose(1, 2).contiguous()`
+    of a pointwise y (attention's head merge after rotary embeddings' gradient) is one
+    kernel: y is never stored."""
+    source = mapped_root(view, lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW)
+    decision = decisions.get(source.name) if source is not None else None
+    if not (LOWERINGS.pointwise(user) and decision is not None and decision.kind is DecisionKind.KERNEL
+            and (LOWERINGS.pointwise(source) or LOWERINGS.places(source))):
+        return False  # a view of an input or an eager call's result is loaded as it is
+    skipped = set(LOWERINGS.unread(user)) | set(LOWERINGS.gathers(user))
+    return (any(arg is view for p, arg in enumerate(user.args) if p not in skipped)
+            and not any(arg is view or isinstance(arg, (list, tuple)) and view in arg for p, arg in enumerate(user.args) if p in skipped)
+            and view not in user.kwargs.values())
