@@ -198,9 +198,7 @@ def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[to
     nodes move after them, so that the nodes of one iteration space become one kernel
     where an unrelated eager call (a matmul, a size) stood between them: SwiGLU's
     `silu(gate) * up` is one kernel, with `up`'s matmul run before it."""
-    if node.op not in ("call_function", "get_attr"):
-        return None
-    if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable:
+    if node.op not in ("call_function", "get_attr") or _writes(node):
         return None
     views: list[torch.fx.Node] = []
     for arg in node.all_input_nodes:
@@ -254,16 +252,16 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
         run, run_of = runs[i], {m: r for r in runs for m in r.members}
         readers = [run_of.get(user) for user in _readers_outside(run, is_view)]
         reader = readers[0] if readers and all(r is readers[0] for r in readers) else None
-        merged = (_joined_rows(_Run(run.space, list(run.members)), reader, is_view, inlined)
+        merged = (_joined_rows(_Run(run.space, list(run.members), registers=run.registers), reader, is_view, inlined)
                   if reader is not None and _index(runs, reader) > i and not (run.scatter or run.space.rdims or reader.scatter)
-                  and _nothing_written_between(run.members[-1], reader.members[0], run_of) else None)
+                  and not any(map(_writes, run.members)) and _nothing_written_between(run.members[-1], reader.members[0], run_of)
+                  else None)
         if merged is None:
             i += 1
             continue
         for node in run.members:
             reader.members[0].prepend(node)
-        reader.space, reader.members = merged.space, merged.members
-        reader.registers = reader.registers or any(root in merged.members for m in merged.members for root in _loaded_roots(m, inlined, is_view))
+        reader.space, reader.members, reader.registers = merged.space, merged.members, merged.registers
         del runs[i]
         moved = True
     return moved
@@ -291,11 +289,14 @@ def _nothing_written_between(last: torch.fx.Node, first: torch.fx.Node, run_of: 
     scatter into its input's buffer)."""
     node = last.next
     while node is not first:
-        if (isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable) or (
-                node in run_of and run_of[node].scatter):
+        if _writes(node) or node in run_of and run_of[node].scatter:
             return False
         node = node.next
     return True
+
+
+def _writes(node: torch.fx.Node) -> bool:
+    return isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable
 
 
 def _adjacent(before: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:
@@ -319,6 +320,7 @@ def _joined_rows(joined: _Run, run: _Run, is_view: Any, inlined: frozenset[torch
             space = joined.space
         if space is None:
             return None
+        joined.registers = joined.registers or any(root in joined.members for root in _loaded_roots(member, inlined, is_view))
         joined.space = space
         joined.members.append(member)
     return joined
