@@ -782,12 +782,14 @@ def test_a_pointwise_kernel_only_a_later_kernel_reads_is_computed_in_it(device: 
     reads another kernel's h (so it cannot run first), is computed in the later kernel,
     called where that starts, and never stored (a gradient's sum over q, k and v in
     attention's backward): one kernel where there were two and a buffer between (until
-    2026-11-29), here with a reduction. A value an eager call between reads stays where
-    it was, stored for that call. Forward and backward, three sizes, one compile."""
+    2026-11-29), here with a reduction. The `sym_numel` of it that AOTAutograd saves for
+    the backward reads sizes only: it neither keeps it stored nor in place. A value an
+    eager call between reads stays where it was, stored for that call. Forward and
+    backward, three sizes, one compile."""
     def partial_sums(x, w1, w2, w3):
-        s = x @ w1 + x @ w2
+        s = (x @ w1 + x @ w2).view(-1)  # the view, and the sym_numel of it, move with it
         h = torch.tanh(x) * 2  # a kernel the last matmul reads: that matmul cannot run before s's kernel
-        return (s + h @ w3).relu().sum(-1)
+        return (s.view(x.shape[0], -1) + h @ w3).relu().sum(-1)
 
     def read_between(x, w):
         s = x.exp()

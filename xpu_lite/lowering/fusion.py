@@ -30,11 +30,12 @@ import torch.fx
 
 from .._torch_compat import provably_equal, provably_positive
 from .decisions import Decision, DecisionKind
-from .inlining import inlined_producers
+from .inlining import inlined_producers, size_readers
 from .kernel_builder import Group, build_group, tiled
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
-from .space import ORDER_PRESERVING, Space, reshaped_element, reshapes, same_elements, same_elements_shape, same_shape, sizes_of, view_root
+from .space import (ORDER_PRESERVING, Space, reshaped_element, reshapes, same_elements, same_elements_shape, same_shape, sizes_of,
+                    view_root, views_of)
 
 aten = torch.ops.aten
 
@@ -72,12 +73,13 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
 
     moved = own_buffers(gm, decisions)  # scatters write a buffer of their own (clones inserted)
     inlined = frozenset(inlined_producers(gm, decisions))
+    sized = size_readers(gm)
     nodes = list(gm.graph.nodes)  # the loop moves nodes: walk a copy
     position: dict[torch.fx.Node, float] = {node: i for i, node in enumerate(nodes)}
     for node in nodes:
         decision = decisions.get(node.name)
-        if is_view(node) or node in inlined:
-            continue  # index math, or computed where it is gathered: no kernel of its own, does not end a run
+        if is_view(node) or node in inlined or node in sized:
+            continue  # index math, computed where it is gathered, or sizes: no kernel of its own, does not end a run
         if decision is not None and decision.kind is DecisionKind.UNPACK and current and node.args[0] in current.members:
             current.members.append(node)  # one output of a fused multi-output reduction (var_mean, max.dim)
             continue
@@ -132,14 +134,16 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current = _Run(_own_space(node), [node], follows=current if not waiting else None)
             runs.append(current)
     flush()
-    sunk = _taken_by_readers(runs, is_view, inlined)
+    sunk = _taken_by_readers(runs, is_view, inlined, sized,
+                             lambda n: is_view(n) or n.name in decisions and decisions[n.name].kind is DecisionKind.SIZE)
     moved = moved or sunk
     parts = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
     if moved or len(parts) > len(runs):
-        gm.recompile()  # nodes moved: gm's own code follows the graph's new order
+        gm.graph.lint()  # nodes moved: each still after what it reads
+        gm.recompile()  # gm's own code follows the graph's new order
     runs = parts
     return [titled(build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
-                   build_group(f"kernel_{i}", run.members, run.space, is_view, inlined)) for i, run in enumerate(runs)]
+                   build_group(f"kernel_{i}", run.members, run.space, is_view, inlined, sized)) for i, run in enumerate(runs)]
 
 
 TITLE_OPS = 5  # at most this many op names in a kernel's function name
@@ -240,26 +244,28 @@ def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Nod
     return moving, run
 
 
-def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:
+def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.fx.Node], sized: frozenset[torch.fx.Node],
+                      follows: Any) -> bool:
     """Each pointwise run whose values one later run alone reads (directly or through
     views), with no write or scatter between them, joins that run where it starts: a
     gradient's partial sum `a + b`, read by `+ c` after the matmul that computes c, is
     computed in c's kernel and never stored (two of llama's per layer). The run's nodes
-    move to just before the reader's first member; what they read comes before them
-    already. `runs` is updated in place. Whether any run moved."""
+    move to just before the reader's first member, and with them what reads them in
+    between where `follows` (views, sizes: _moving); what they read comes before them
+    already. `runs` is updated in place. Whether any moved."""
     moved, i = False, 0
     while i < len(runs):
         run, run_of = runs[i], {m: r for r in runs for m in r.members}
-        readers = [run_of.get(user) for user in _readers_outside(run, is_view)]
+        readers = [run_of.get(user) for user in _readers_outside(run, is_view) - sized]
         reader = readers[0] if readers and all(r is readers[0] for r in readers) else None
+        span = _span(run.members[0], reader.members[0]) if reader is not None and any(r is reader for r in runs[i + 1:]) else []
+        moving = _moving(run.members, span, follows) if span and not (run.scatter or run.space.rdims or reader.scatter) else None
         merged = (_joined_rows(_Run(run.space, list(run.members), registers=run.registers), reader, is_view, inlined)
-                  if reader is not None and _index(runs, reader) > i and not (run.scatter or run.space.rdims or reader.scatter)
-                  and not any(map(_writes, run.members)) and _nothing_written_between(run.members[-1], reader.members[0], run_of)
-                  else None)
+                  if moving and not any(_writes(n) or n in run_of and run_of[n].scatter for n in span if n not in moving) else None)
         if merged is None:
             i += 1
             continue
-        for node in run.members:
+        for node in [n for n in span if n in moving]:  # in their order
             reader.members[0].prepend(node)
         reader.space, reader.members, reader.registers = merged.space, merged.members, merged.registers
         del runs[i]
@@ -267,32 +273,34 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     return moved
 
 
-def _index(runs: list[_Run], run: _Run) -> int:
-    return next(i for i, r in enumerate(runs) if r is run)
+def _moving(members: list[torch.fx.Node], span: list[torch.fx.Node], follows: Any) -> set[torch.fx.Node] | None:
+    """`members` and what reads them in `span`, in turn too, where all of it `follows`
+    (views of them, sizes of those: the graph stays in order when they move); else None."""
+    within, moving, todo = set(span), set(members), list(members)
+    while todo:
+        for user in todo.pop().users:
+            if user in within and user not in moving:
+                if not follows(user):
+                    return None
+                moving.add(user)
+                todo.append(user)
+    return moving
 
 
 def _readers_outside(run: _Run, is_view: Any) -> set[torch.fx.Node]:
     """The nodes outside `run` that read its members, through views too (the views themselves not)."""
-    members, found = set(run.members), set()
-    todo = [user for m in run.members for user in m.users]
-    while todo:
-        user = todo.pop()
-        if is_view(user):
-            todo += list(user.users)
-        elif user not in members:
-            found.add(user)
-    return found
+    members = set(run.members)
+    return {user for node in (*run.members, *views_of(run.members, is_view)) for user in node.users
+            if not is_view(user) and user not in members}
 
 
-def _nothing_written_between(last: torch.fx.Node, first: torch.fx.Node, run_of: dict[torch.fx.Node, _Run]) -> bool:
-    """Whether no node after `last` and before `first` writes a tensor (a mutable op, a
-    scatter into its input's buffer)."""
-    node = last.next
-    while node is not first:
-        if _writes(node) or node in run_of and run_of[node].scatter:
-            return False
+def _span(first: torch.fx.Node, end: torch.fx.Node) -> list[torch.fx.Node]:
+    """The nodes from `first` up to `end` (not included) in graph order."""
+    nodes, node = [], first
+    while node is not end:
+        nodes.append(node)
         node = node.next
-    return True
+    return nodes
 
 
 def _writes(node: torch.fx.Node) -> bool:

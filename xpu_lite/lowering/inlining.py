@@ -6,12 +6,16 @@ coordinates it reads (KernelBuilder._recompute), from its inputs loaded there.
 """
 from __future__ import annotations
 
+import sympy
 import torch
 import torch.fx
 
+from .._torch_compat import sym_expr
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
 from .space import keeps_last_dim, mapped_root, slice_map
+
+aten = torch.ops.aten
 
 
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
@@ -41,6 +45,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
 
     nodes = list(gm.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
+    sized = size_readers(gm)
     writes = [i for i, node in enumerate(nodes)
               if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable]
     read_at: dict[torch.fx.Node, int] = {}  # an inlined producer -> where its last reader runs
@@ -49,6 +54,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
             continue
         readers = []
         for user in node.users:
+            if user in sized:
+                continue  # reads sizes only, computed from the inputs' symbols
             if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
             elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions)):
@@ -56,8 +63,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
             else:
                 break
         else:
-            last = max(readers)
-            if not any(position[node] < i < last for i in writes):
+            last = max(readers, default=-1)
+            if readers and not any(position[node] < i < last for i in writes):
                 read_at[node] = last
     return sorted(read_at, key=position.__getitem__)
 
@@ -88,3 +95,21 @@ def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[
     return (any(arg is view for p, arg in enumerate(user.args) if p not in skipped)
             and not any(arg is view or isinstance(arg, (list, tuple)) and view in arg for p, arg in enumerate(user.args) if p in skipped)
             and view not in user.kwargs.values())
+
+
+SIZE_READS = frozenset({aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default})
+
+
+def size_readers(gm: torch.fx.GraphModule) -> frozenset[torch.fx.Node]:
+    """The nodes that read only a tensor's sizes, in symbols the graph's inputs expose (the
+    `sym_numel` of an intermediate AOTAutograd saves for the backward): the wrapper
+    computes them from those symbols, so they read no value of a kernel, which need not be
+    stored for them, and do not end a kernel."""
+    exposed: set[sympy.Symbol] = set()
+    for node in gm.graph.find_nodes(op="placeholder"):
+        val = node.meta.get("val")
+        for size in val.shape if isinstance(val, torch.Tensor) else [val]:
+            if isinstance(expr := sym_expr(size), sympy.Symbol):
+                exposed.add(expr)
+    return frozenset(node for node in gm.graph.nodes if node.op == "call_function" and node.target in SIZE_READS
+                     and (expr := sym_expr(node.meta.get("val"))) is not None and expr.free_symbols <= exposed)

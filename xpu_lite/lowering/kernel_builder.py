@@ -370,9 +370,11 @@ def _pure_key(value: ir.Value) -> tuple[Any, ...] | None:
 
 
 def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: Any = lambda node: False,
-                inlined: frozenset[torch.fx.Node] = frozenset()) -> Group:
+                inlined: frozenset[torch.fx.Node] = frozenset(), sized: frozenset[torch.fx.Node] = frozenset()) -> Group:
+    """The group's kernel. `sized`: nodes that read only sizes (inlining.size_readers), for
+    which nothing is stored."""
     member_set = set(members)
-    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and _read_outside(n, member_set, is_view)]
+    stored = [n for n in members if isinstance(n.meta["val"], torch.Tensor) and _read_outside(n, member_set | sized, is_view)]
     fake = next((n.meta["val"] for n in members if isinstance(n.meta["val"], torch.Tensor)), None)
     builder = KernelBuilder(space, _tile(space, members, member_set, stored, is_view, inlined), is_view, name, inlined,
                             lambda a, b: provably_equal(a, b, fake))
@@ -411,7 +413,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
         if any(view_root(a, is_view) in member_set for a in node.all_input_nodes if a not in builder.in_registers):
             raise ir.IRError(f"{name}: {node.name}, computed where it is gathered, reads a value computed in the same kernel")
     if builder.in_registers:  # what only this kernel's inlined producers read needs no store
-        stored = [n for n in stored if _read_outside(n, member_set | _only_here(builder.recomputed, member_set), is_view)]
+        stored = [n for n in stored if _read_outside(n, member_set | sized | _only_here(builder.recomputed, member_set), is_view)]
     outputs, stores = [], []
     for i, node in enumerate(stored):
         val = node.meta["val"]

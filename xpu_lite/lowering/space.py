@@ -281,6 +281,18 @@ def reshapes(view: torch.fx.Node, is_view: Any) -> bool:
     return True
 
 
+def views_of(nodes: list[torch.fx.Node], is_view: Any) -> set[torch.fx.Node]:
+    """The views of `nodes`, and views of those."""
+    found: set[torch.fx.Node] = set()
+    todo = [user for node in nodes for user in node.users]
+    while todo:
+        user = todo.pop()
+        if is_view(user) and user not in found:
+            found.add(user)
+            todo += list(user.users)
+    return found
+
+
 def same_elements(view: torch.fx.Node, root: torch.fx.Node, ones_apart: bool = False) -> bool:
     """Whether a chain of views reads every element of its root at the root's own
     coordinates: the same sizes, strides (where a size is not 1) and storage offset. A
