@@ -373,8 +373,10 @@ def _stored_scalars_apart(run: _Run) -> list[_Run]:
                 todo.append(arg)
     first = _Run(Space(()), [n for n in run.members if n in apart])
     rest = _Run(run.space, [n for n in run.members if n not in apart])
+    position = {node: i for i, node in enumerate(rest.members[0].graph.nodes)}
     for node in first.members:  # a kernel is called at its first member: this one before the rest's
-        rest.members[0].prepend(node)  # (what they read comes before the run's first member)
+        if position[node] > position[rest.members[0]]:  # (what they read comes before the run's first member;
+            rest.members[0].prepend(node)  # those before it stay, after the views of them there)
     return [first, rest]
 
 
