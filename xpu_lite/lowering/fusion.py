@@ -32,6 +32,7 @@ from .._torch_compat import provably_equal, provably_positive
 from .decisions import Decision, DecisionKind
 from .inlining import inlined_producers, size_readers
 from .kernel_builder import Group, build_group, tiled
+from .moves import check_order, movable_before, moving_with, nodes_between, writes
 from .registry import LOWERINGS
 from .scatter import build_scatter, own_buffers
 from .space import (ORDER_PRESERVING, Space, reshaped_element, reshapes, same_elements, same_elements_shape, same_shape, sizes_of,
@@ -84,7 +85,7 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             current.members.append(node)  # one output of a fused multi-output reduction (var_mean, max.dim)
             continue
         if decision is None or decision.kind is not DecisionKind.KERNEL:
-            moving = _movable_before(node, current.members[0], position, is_view) if current and current.members and not waiting else None
+            moving = movable_before(node, current.members[0], position, is_view) if current and current.members and not waiting else None
             if moving:
                 for step in moving:  # does not end the run: runs before it (with the views it reads)
                     current.members[0].prepend(step)
@@ -139,8 +140,8 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
     moved = moved or sunk
     parts = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
     if moved or len(parts) > len(runs):
-        gm.graph.lint()  # nodes moved: each still after what it reads
-        gm.recompile()  # gm's own code follows the graph's new order
+        check_order(gm)
+        gm.recompile()  # nodes moved: gm's own code follows the graph's new order
     runs = parts
     return [titled(build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
                    build_group(f"kernel_{i}", run.members, run.space, is_view, inlined, sized)) for i, run in enumerate(runs)]
@@ -192,28 +193,6 @@ def _tensor_shape(node: torch.fx.Node) -> tuple[sympy.Expr, ...] | None:
     return sizes_of(node) if isinstance(node.meta.get("val"), torch.Tensor) else None
 
 
-def _movable_before(node: torch.fx.Node, first: torch.fx.Node, position: dict[torch.fx.Node, float],
-                    is_view: Any) -> list[torch.fx.Node] | None:
-    """The nodes to move before the run that starts at `first` so that `node`, which is not
-    a kernel's, runs there instead of ending the run: node, after the views it reads that
-    come since `first` (a matmul's `view` of its input); None where it cannot. It reads
-    nothing computed since (the run's members, views of them) and writes nothing. Eager
-    calls keep their order among themselves (the RNG stream, runtime asserts); only kernel
-    nodes move after them, so that the nodes of one iteration space become one kernel
-    where an unrelated eager call (a matmul, a size) stood between them: SwiGLU's
-    `silu(gate) * up` is one kernel, with `up`'s matmul run before it."""
-    if node.op not in ("call_function", "get_attr") or _writes(node):
-        return None
-    views: list[torch.fx.Node] = []
-    for arg in node.all_input_nodes:
-        if position[arg] < position[first]:
-            continue
-        if not is_view(arg) or (before := _movable_before(arg, first, position, is_view)) is None:
-            return None
-        views += [v for v in before if v not in views]
-    return [*views, node]
-
-
 def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Node, float], is_view: Any,
                      inlined: frozenset[torch.fx.Node]) -> tuple[list[torch.fx.Node], _Run] | None:
     """A reduction `node` that cannot join the pointwise `run` before it, but reads nothing
@@ -226,7 +205,7 @@ def _reduction_ahead(run: _Run, node: torch.fx.Node, position: dict[torch.fx.Nod
     into `buf` in place, where `buf * 0.9` was a kernel of its own and the sum a copy_."""
     if not _own_space(node).rdims or run.space.rdims or run.space.reshaped or run.scatter or run.registers:
         return None
-    moving = _movable_before(node, run.members[0], position, is_view)
+    moving = movable_before(node, run.members[0], position, is_view)
     if moving is None:
         return None
     before = run.follows
@@ -251,17 +230,17 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     gradient's partial sum `a + b`, read by `+ c` after the matmul that computes c, is
     computed in c's kernel and never stored (two of llama's per layer). The run's nodes
     move to just before the reader's first member, and with them what reads them in
-    between where `follows` (views, sizes: _moving); what they read comes before them
+    between where `follows` (views, sizes: moves.moving_with); what they read comes before them
     already. `runs` is updated in place. Whether any moved."""
     moved, i = False, 0
     while i < len(runs):
         run, run_of = runs[i], {m: r for r in runs for m in r.members}
         readers = [run_of.get(user) for user in _readers_outside(run, is_view) - sized]
         reader = readers[0] if readers and all(r is readers[0] for r in readers) else None
-        span = _span(run.members[0], reader.members[0]) if reader is not None and any(r is reader for r in runs[i + 1:]) else []
-        moving = _moving(run.members, span, follows) if span and not (run.scatter or run.space.rdims or reader.scatter) else None
+        span = nodes_between(run.members[0], reader.members[0]) if reader is not None and any(r is reader for r in runs[i + 1:]) else []
+        moving = moving_with(run.members, span, follows) if span and not (run.scatter or run.space.rdims or reader.scatter) else None
         merged = (_joined_rows(_Run(run.space, list(run.members), registers=run.registers), reader, is_view, inlined)
-                  if moving and not any(_writes(n) or n in run_of and run_of[n].scatter for n in span if n not in moving) else None)
+                  if moving and not any(writes(n) or n in run_of and run_of[n].scatter for n in span if n not in moving) else None)
         if merged is None:
             i += 1
             continue
@@ -273,38 +252,11 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     return moved
 
 
-def _moving(members: list[torch.fx.Node], span: list[torch.fx.Node], follows: Any) -> set[torch.fx.Node] | None:
-    """`members` and what reads them in `span`, in turn too, where all of it `follows`
-    (views of them, sizes of those: the graph stays in order when they move); else None."""
-    within, moving, todo = set(span), set(members), list(members)
-    while todo:
-        for user in todo.pop().users:
-            if user in within and user not in moving:
-                if not follows(user):
-                    return None
-                moving.add(user)
-                todo.append(user)
-    return moving
-
-
 def _readers_outside(run: _Run, is_view: Any) -> set[torch.fx.Node]:
     """The nodes outside `run` that read its members, through views too (the views themselves not)."""
     members = set(run.members)
     return {user for node in (*run.members, *views_of(run.members, is_view)) for user in node.users
             if not is_view(user) and user not in members}
-
-
-def _span(first: torch.fx.Node, end: torch.fx.Node) -> list[torch.fx.Node]:
-    """The nodes from `first` up to `end` (not included) in graph order."""
-    nodes, node = [], first
-    while node is not end:
-        nodes.append(node)
-        node = node.next
-    return nodes
-
-
-def _writes(node: torch.fx.Node) -> bool:
-    return isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable
 
 
 def _adjacent(before: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:
@@ -324,7 +276,8 @@ def _joined_rows(joined: _Run, run: _Run, is_view: Any, inlined: frozenset[torch
     for member in run.members:
         if member.target is operator.getitem and member.args[0] in joined.members or _is_constant(member):
             space = joined.space  # one result of a multi-output reduction; a 0-dim constant
-        elif (space := _joined_space(joined, member, is_view, inlined)) is None and not joined.space.rdims and _is_scalar(member, joined, is_view):
+        elif ((space := _joined_space(joined, member, is_view, inlined)) is None and not joined.space.rdims
+              and _is_scalar(member, joined, is_view)):
             space = joined.space
         if space is None:
             return None

@@ -116,7 +116,8 @@ def coords_as(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], sha
     return tuple(sympy.Integer(0) if s == 1 else next(moving) for s in shape)
 
 
-def broadcast_coords(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...], shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+def broadcast_coords(coords: tuple[sympy.Expr, ...], sizes: tuple[sympy.Expr, ...],
+                     shape: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     """`coords` of an element of `sizes` as its coordinates in a value of `shape` broadcast
     (aligned right) to it: 0 along a dim of 1 against a longer one."""
     lead = len(sizes) - len(shape)
