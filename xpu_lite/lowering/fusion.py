@@ -228,10 +228,10 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     """Each pointwise run whose values one later run alone reads (directly or through
     views), with no write or scatter between them, joins that run where it starts: a
     gradient's partial sum `a + b`, read by `+ c` after the matmul that computes c, is
-    computed in c's kernel and never stored (two of llama's per layer). The run's nodes
+    computed in c's kernel and never stored (one of llama's per layer). The run's nodes
     move to just before the reader's first member, and with them what reads them in
-    between where `follows` (views, sizes: moves.moving_with); what they read comes before them
-    already. `runs` is updated in place. Whether any moved."""
+    between where `follows` (views, sizes: moves.moving_with); what they read comes
+    before them already. `runs` is updated in place. Whether any moved."""
     moved, i = False, 0
     while i < len(runs):
         run, run_of = runs[i], {m: r for r in runs for m in r.members}
