@@ -233,8 +233,9 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     between where `follows` (views, sizes: moves.moving_with); what they read comes
     before them already. `runs` is updated in place. Whether any moved."""
     moved, i = False, 0
+    run_of = {m: r for r in runs for m in r.members}
     while i < len(runs):
-        run, run_of = runs[i], {m: r for r in runs for m in r.members}
+        run = runs[i]
         readers = [run_of.get(user) for user in _readers_outside(run, is_view) - sized]
         reader = readers[0] if readers and all(r is readers[0] for r in readers) else None
         span = nodes_between(run.members[0], reader.members[0]) if reader is not None and any(r is reader for r in runs[i + 1:]) else []
@@ -247,6 +248,7 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
         for node in [n for n in span if n in moving]:  # in their order
             reader.members[0].prepend(node)
         reader.space, reader.members, reader.registers = merged.space, merged.members, merged.registers
+        run_of.update(dict.fromkeys(run.members, reader))
         del runs[i]
         moved = True
     return moved

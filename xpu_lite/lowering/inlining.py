@@ -13,7 +13,8 @@ import torch.fx
 from .._torch_compat import sym_expr
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
-from .space import keeps_last_dim, mapped_root, slice_map
+from .moves import writes
+from .space import maps_coordinates, mapped_root
 
 aten = torch.ops.aten
 
@@ -40,14 +41,13 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
         if not (isinstance(val, torch.Tensor) and val.dim() > 0 and node.users):
             return False
         if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
-            return slice_map(node) is not None or keeps_last_dim(node)
+            return maps_coordinates(node)
         return kernel(node) and (LOWERINGS.pointwise(node) or LOWERINGS.places(node))
 
     nodes = list(gm.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
     sized = size_readers(gm)
-    writes = [i for i, node in enumerate(nodes)
-              if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable]
+    written = [i for i, node in enumerate(nodes) if writes(node)]
     read_at: dict[torch.fx.Node, int] = {}  # an inlined producer -> where its last reader runs
     for node in reversed(nodes):  # readers first
         if not producer(node):
@@ -64,7 +64,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
                 break
         else:
             last = max(readers, default=-1)
-            if readers and not any(position[node] < i < last for i in writes):
+            if readers and not any(position[node] < i < last for i in written):
                 read_at[node] = last
     return sorted(read_at, key=position.__getitem__)
 

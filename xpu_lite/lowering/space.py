@@ -247,13 +247,18 @@ def keeps_last_dim(view: torch.fx.Node) -> bool:
     return dims is not None and dims[-1] == len(dims) - 1
 
 
+def maps_coordinates(view: torch.fx.Node) -> bool:
+    """A slice, or a permute that keeps the last dim: KernelBuilder._recompute maps an
+    element's coordinates through it to its input's."""
+    return slice_map(view) is not None or keeps_last_dim(view)
+
+
 def mapped_root(view: torch.fx.Node, is_view: Any) -> torch.fx.Node | None:
-    """What a chain of views reads where each is a slice or a permute that keeps the last
-    dim (KernelBuilder._recompute maps an element's coordinates through each); None where
+    """What a chain of views that map coordinates (maps_coordinates) reads; None where
     another view stands in it, or `view` is no view."""
     node = view
     while is_view(node):
-        if slice_map(node) is None and not keeps_last_dim(node):
+        if not maps_coordinates(node):
             return None
         node = node.args[0]
     return node if node is not view else None
