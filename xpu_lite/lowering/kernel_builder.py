@@ -357,9 +357,14 @@ class KernelBuilder:
 
 
 def _pure_key(value: ir.Value) -> tuple[Any, ...] | None:
-    """What makes two values the same, for those computed from their operands alone: a
-    constant by its type and repr (-0.0 is not 0.0, and NaN is NaN), a Compute without its
-    node. Loads, reductions and scans are never merged here."""
+    """What makes two values the same: a constant by its type and repr (-0.0 is not 0.0,
+    and NaN is NaN), a Compute without its node, a Load by all it is (the same element under
+    the same mask: a kernel stores after its loads, so both would read the same). Loads
+    repeat where an inlined producer is computed at the same coordinates twice (T5's
+    position bucket, a where's two branches); merged, so are the computations on them.
+    Reductions and scans are never merged here."""
+    if isinstance(value, ir.Load):
+        return ("load", value.buffer, value.index, value.dtype, value.mask, value.bounds, value.message)
     if isinstance(value, ir.Constant):
         return ("constant", type(value.value), repr(value.value), value.dtype)
     if isinstance(value, ir.SymValue):
