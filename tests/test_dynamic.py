@@ -126,6 +126,28 @@ def test_a_tensor_filled_with_an_int_argument_is_a_kernel(device: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1 and xpu_lite.counters.fallback_nodes == 0
 
 
+def test_a_tensor_filled_with_a_float_of_sizes_is_a_kernel(device: str) -> None:
+    """`torch.full(shape, n / 3)` where n is a size: a float symbol under dynamic=True. The
+    wrapper computes it in float64, the kernel takes it as float32, and float16/bfloat16
+    round from that, as eager's fill converts the double to float first. An integer tensor
+    filled so needs the double itself (truncated): it runs eagerly, and says so. Before
+    2026-11-29 every such fill ran eagerly."""
+    def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        n = x.shape[1]
+        return (torch.full((x.shape[0], 2), n / 3, device=x.device) + x[:, :2], torch.full_like(x, n / 7, dtype=torch.float16),
+                x.new_full((3,), x.shape[0] * 0.1, dtype=torch.bfloat16), torch.full((2,), n / 3, dtype=torch.int64, device=x.device))
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 11, 31):
+        x = torch.randn(n + 2, n, device=device)
+        assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.forward_graphs == 1
+    filled = {d.node: d for g in xpu_lite.explain(fn, x, dynamic=True).graphs for d in g.decisions if d.op.startswith("aten.full")
+              or d.op.startswith("aten.new_full")}
+    fallbacks = [d.why() for d in filled.values() if d.kind is xpu_lite.lowering.DecisionKind.FALLBACK]
+    assert len(fallbacks) == 1 and "float symbol filling a floating tensor" in fallbacks[0], filled
+
+
 def test_size_math_that_may_be_negative_floors_as_python(device: str) -> None:
     """roll by more than the size: its decomposition's `(size - shift) % size` is negative
     before Python's floored %, which Triton's truncating % kept negative; the kernel's

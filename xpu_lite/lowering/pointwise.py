@@ -463,11 +463,22 @@ _reg((aten.clone.default,), checker(READABLE, READABLE, {"memory_format": None})
 _reg((aten.lift_fresh_copy.default,), checker(READABLE, READABLE), _convert)  # a fresh copy of a graph constant
 LOWERINGS.register(aten.copy.default, checker=checker(READABLE, READABLE, {"non_blocking": None}), unread=(0,))(_copy)
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
-# a literal, or an int symbol (`torch.full(shape, k)` of an int argument under dynamic=True),
-# which the kernel takes as an int64 argument and converts once, as eager does; a float one
-# would come as float32, rounded twice into float16/bfloat16
-_LITERAL_FILL = (lambda n: _scalar_ok(n.args[1]) or isinstance(n.args[1], torch.fx.Node) and isinstance(
-    n.args[1].meta.get("val"), torch.SymInt), "a fill value that is a kernel literal or an int symbol")
+# a literal; an int symbol (`torch.full(shape, k)` of an int argument under dynamic=True),
+# which the kernel takes as an int64 argument and converts once, as eager does; or a float
+# symbol (`n / 3`) filling a floating tensor: the wrapper computes it in float64 and the
+# kernel takes it as float32 (KernelBuilder.sym), as eager's fill converts the double to
+# float first for float16/bfloat16 too (c10's Half and BFloat16 convert from float). An
+# integer or bool fill from a float symbol would need the double itself (truncated, or
+# compared with 0): not lowered
+def _fill_ok(node: torch.fx.Node) -> bool:
+    value = node.args[1]
+    if _scalar_ok(value):
+        return True
+    val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+    return isinstance(val, torch.SymInt) or isinstance(val, torch.SymFloat) and node.meta["val"].dtype in FLOATS
+
+
+_LITERAL_FILL = (_fill_ok, "a fill value that is a kernel literal, an int symbol, or a float symbol filling a floating tensor")
 _reg((aten.full.default,), checker(READABLE, READABLE, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
 _SCALAR_TENSORS = (aten.scalar_tensor.default, prims.scalar_tensor.default)  # prims': xlogy's with a Python number
 _reg(_SCALAR_TENSORS, checker(READABLE, READABLE, _SAME_DEVICE), _full)
