@@ -169,6 +169,12 @@ class _WrapperBuilder:
         needed = set().union(*(e.free_symbols for n, e in self.size_expr.items() if n in live))
         needed |= set().union(*(_group_symbols(g) for g in self.groups if g.members[0] in live))
         last_use = _last_uses([n for n in self.nodes if n in live], self.deps)
+        # input tensors are freed after their last use too (the backward's saved activations:
+        # AOTAutograd clears its own references before the call), and at once where only
+        # their sizes are read
+        inputs = {n for n in self.placeholders if isinstance(n.meta.get("val"), torch.Tensor)}
+        read = {dep for n in self.nodes if n in live for dep in self.deps[n]}
+        unread = [n for n in self.placeholders if n in inputs and n not in read]
 
         body = Emitter()
         if not any(compat.is_custom_op(n.target) for n in self.nodes):  # else the check has work to do: keep it
@@ -219,7 +225,9 @@ class _WrapperBuilder:
                 if symbol in needed:
                     access = self.bindings[symbol].access.format(self.names[node])
                     body.line(f"{symbol} = {access}", f"size symbol {symbol} from {node.name}")
-            dead = [self.names[d] for d in last_use.get(node, []) if d.op == "call_function" and self.names.get(d)]
+            if node in unread:
+                body.line(f"del {self.names[node]}", "nothing reads this input: freed now")
+            dead = [self.names[d] for d in last_use.get(node, []) if (d.op == "call_function" or d in inputs) and self.names.get(d)]
             if dead:
                 body.line(f"del {', '.join(dead)}", f"last use in {node.name}")
         outputs = self._src(self.output.args[0])
