@@ -296,6 +296,32 @@ def test_bench_models_times_a_training_step(capsys, tmp_path) -> None:
     assert ", training step" in written.read_text().splitlines()[1]
 
 
+def test_bench_memory_measures_a_training_steps_peak(capsys, tmp_path) -> None:
+    """benchmarks/bench_memory.py: its measure is the most bytes allocated at once (two
+    tensors of 4000 bytes alive together, then one freed before a third: 8000), and it runs
+    end to end on one model, refusing an unknown one; the model's figures are not asserted."""
+    pytest.importorskip("transformers", reason="benchmarks/bench_memory.py needs transformers (scripts/bootstrap.sh installs it)")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_memory
+
+    def step() -> None:
+        a, b = torch.empty(1000), torch.empty(1000)
+        del a
+        c = torch.empty(1000)
+        del b, c
+
+    assert bench_memory.peak_bytes(step, torch.device("cpu")) == 8000
+    with pytest.raises(SystemExit):
+        bench_memory.main(["--models", "no_such_model"])
+    assert "valid: llama" in capsys.readouterr().err
+    written = tmp_path / "benchmarks.md"
+    assert bench_memory.main(["--models", "bert", "--length", "8", "--batch", "2", "--write", str(written)]) == 0
+    table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    assert table[2].split()[0] == "bert" and len(table[2].split()) == 5 and all(float(r) > 0 for r in table[2].split()[1:]), table
+    md = written.read_text().splitlines()
+    assert md[1].startswith("### bench_memory.py — ") and "training step" in md[1] and md[5].startswith("| bert | "), md
+
+
 def test_vision_models_lite_is_bitwise_with_running_stats_and_strides(capsys) -> None:
     """tools/vision_models.py: ResNet (batch norm, whose training step updates its buffers),
     channels-last, two image sizes, one graph; a compiled gradient one ulp off or laid out
