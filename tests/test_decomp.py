@@ -571,6 +571,31 @@ def test_lite_training_adds_each_gradient_edge_of_a_kept_op_as_eager(case: str) 
         assert_bitwise(got_grads, want_grads)
     assert xpu_lite.counters.forward_graphs == 1
 
+def test_lite_training_recomputes_a_kept_ops_body_once() -> None:
+    """cross_entropy is kept whole; its backward recomputes its body (log_softmax.int, then
+    nll_loss_nd) from the saved logits and differentiates it. Those two are kept ops too:
+    kept whole inside the recomputed body, each backward recomputed its own body again, so
+    the backward computed log_softmax over the logits twice (log_softmax.int, then
+    _log_softmax) until 2026-11-29. A kept op inside a recomputed body now runs eager's steps:
+    once, gradients bitwise eager's at three sizes."""
+    def fn(logits, target):
+        return F.cross_entropy(logits, target) * 2
+
+    compiled = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (3, 5, 6):
+        logits, target = torch.randn(n, 10), torch.randint(0, 10, (n,))
+        if n == 3:
+            (got_out, got_grads), (forward, backward) = xpu_lite.run_and_get_code(_grads, compiled, [logits], target)
+            assert "aten.cross_entropy_loss.default(" in forward, forward
+            assert len(re.findall(r"torch\.ops\.aten\._?log_softmax\.", backward)) == 1, backward
+        else:
+            got_out, got_grads = _grads(compiled, [logits], target)
+        want_out, want_grads = _grads(fn, [logits], target)
+        assert_bitwise(got_out, want_out)
+        assert_bitwise(got_grads, want_grads)
+    assert xpu_lite.counters.forward_graphs == 1
+
+
 def _norm_module(norm: str, device: str, training: bool) -> torch.nn.Module:
     """A 4-channel batch or instance norm with running stats, its parameters and stats
     drawn away from their defaults (seeded)."""

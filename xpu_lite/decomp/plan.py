@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -212,10 +213,19 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
     return autograd_kernel
 
 
+# set while _PreservedOp.backward recomputes a kept op's body (on the thread that runs it)
+_RECOMPUTING = threading.local()
+
+
 def _op_by_op(op: torch._ops.OpOverload, flat: list[Any], spec: Any, state: Any, requires_grad: bool,
               verdicts: dict[Any, tuple[bool, list[int]]]) -> str | None:
     """Why this call of a kept op runs its body op by op, as eager does, rather than as one
     node; None where it stays one."""
+    if getattr(_RECOMPUTING, "depth", 0) and requires_grad:
+        # a kept op inside a kept op's body (cross_entropy's log_softmax.int and nll_loss_nd),
+        # recomputed for the gradient: kept whole, its own backward would recompute its body
+        # again (log_softmax twice over the logits, nll_loss's forward for its total weight)
+        return "inside a kept op's body recomputed for its gradient: eager's steps"
     if compat.autocast_reaches_body(flat):
         return "autocast casts its body's ops in eager (it has no autocast kernel of its own)"
     if op in STATE_DEPENDENT_CIA and STATE_DEPENDENT_CIA[op]() != state:
@@ -344,8 +354,12 @@ class _PreservedOp(torch.autograd.Function):
             first.append(new and needs_grad)
         inputs = [x for x, is_first in zip(flat, first) if is_first]
         args, kwargs = tree_unflatten(flat, ctx.spec)
-        with torch.enable_grad():
-            outs = ctx.original(*args, **kwargs)
+        _RECOMPUTING.depth = getattr(_RECOMPUTING, "depth", 0) + 1
+        try:
+            with torch.enable_grad():
+                outs = ctx.original(*args, **kwargs)
+        finally:
+            _RECOMPUTING.depth -= 1
         outs = outs if isinstance(outs, (tuple, list)) else (outs,)
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
         summed: list[Any] = [None] * len(inputs)
