@@ -22,8 +22,6 @@ import argparse
 import datetime
 import platform
 import sys
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +30,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402,F401  (registers the backend)
-from tools.hf_models import MODELS  # noqa: E402
-from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
+from tools.hf_models import MODELS, import_transformers  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table, peak_bytes  # noqa: E402
 from xpu_lite.runtime import device_or_usage_error  # noqa: E402
 
 BACKENDS: list[tuple[str, dict[str, Any] | None]] = [
@@ -44,28 +42,6 @@ BACKENDS: list[tuple[str, dict[str, Any] | None]] = [
 ]
 GPU_BACKENDS: list[tuple[str, dict[str, Any] | None]] = [("inductor", {"backend": "inductor"})]
 MIB = 2**20
-
-
-def peak_bytes(step: Callable[[], None], device: torch.device) -> int:
-    """The most bytes allocated at once while `step` runs, above what was allocated before."""
-    if device.type in ("cuda", "xpu"):
-        module = getattr(torch, device.type)
-        module.synchronize()
-        before = module.memory_allocated()
-        module.reset_peak_memory_stats()
-        step()
-        module.synchronize()
-        return module.max_memory_allocated() - before
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=lambda e: e.start_ns())
-    live = peak = 0
-    for event in events:  # nbytes: + for an allocation, - for a free
-        live += event.nbytes()
-        peak = max(peak, live)
-    return peak
 
 
 def measure(name: str, length: int, batch: int, transformers: Any, device: torch.device) -> tuple[str, ...]:
@@ -105,13 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in args.models.split(",") if n]
     if unknown := [n for n in names if n not in MODELS]:
         parser.error(f"--models: unknown {unknown}; valid: {', '.join(MODELS)}")
-    try:
-        import transformers
-    except ImportError:
-        print("benchmarks/bench_memory.py needs transformers: .venv/bin/pip install transformers", file=sys.stderr)
+    transformers = import_transformers("benchmarks/bench_memory.py")
+    if transformers is None:
         return 2
-    transformers.logging.set_verbosity_error()
-    warnings.filterwarnings("ignore")
     rows = [measure(name, args.length, args.batch, transformers, device) for name in names]
     labels = [label for label, _ in BACKENDS[1:] + (GPU_BACKENDS if device.type in ("cuda", "xpu") else [])]
     header = ("model", "eager peak (MiB)", *(f"{label} / eager" for label in labels))

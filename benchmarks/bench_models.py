@@ -22,7 +22,6 @@ import datetime
 import platform
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402,F401  (registers the backend)
-from tools.hf_models import MODELS  # noqa: E402
+from tools.hf_models import MODELS, import_transformers  # noqa: E402
 from xpu_lite.demo import side_by_side_seconds  # noqa: E402
 from xpu_lite.report import append_section, format_table, markdown_table  # noqa: E402
 from xpu_lite.runtime import device_or_usage_error  # noqa: E402
@@ -111,13 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in args.models.split(",") if n] or list(MODELS)
     if unknown := [n for n in names if n not in MODELS]:
         parser.error(f"--models: unknown {unknown}; valid: {', '.join(MODELS)}")
-    try:
-        import transformers
-    except ImportError:
-        print("benchmarks/bench_models.py needs transformers: .venv/bin/pip install transformers", file=sys.stderr)
+    transformers = import_transformers("benchmarks/bench_models.py")
+    if transformers is None:
         return 2
-    transformers.logging.set_verbosity_error()
-    warnings.filterwarnings("ignore")
     lengths = [int(n) for n in args.lengths.split(",")]
     rows = [measure(name, lengths, args.repeat, transformers, args.training, device) for name in names]
     header = ("model", *(f"{label} / eager" for label, _ in backends(device)))

@@ -16,7 +16,7 @@ from xpu_lite.codegen.prims import HOST_FLOATS, host_cast
 from xpu_lite.config import parse_config
 from xpu_lite.decomp import build_plan
 from xpu_lite.lowering import DecisionKind, partition
-from xpu_lite.report import capture
+from xpu_lite.report import capture, peak_bytes
 from xpu_lite.runtime import load_wrapper
 
 
@@ -116,30 +116,6 @@ def test_buffers_are_freed_after_last_use() -> None:
     assert "del buf0" in source and "del buf1" in source
 
 
-def _peak_bytes(step, device: str) -> int:
-    """The most bytes allocated at once while `step` runs, above what was allocated before
-    (cpu: the profiler's allocation events in order, which has no event for freeing what
-    was allocated before it started: `step` is a whole training step; cuda/xpu: the
-    allocator's peak)."""
-    if device != "cpu":
-        module = getattr(torch, device)
-        module.synchronize()
-        before = module.memory_allocated()
-        module.reset_peak_memory_stats()
-        step()
-        module.synchronize()
-        return module.max_memory_allocated() - before
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    live = peak = 0
-    for event in sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=lambda e: e.start_ns()):
-        live += event.nbytes()
-        peak = max(peak, live)
-    return peak
-
-
 def test_input_tensors_are_freed_after_last_use(device: str) -> None:
     """A backward graph's inputs are the saved activations, which AOTAutograd hands over:
     the wrapper frees each after its last use, so a chain's weight gradients take the
@@ -159,7 +135,7 @@ def test_input_tensors_are_freed_after_last_use(device: str) -> None:
             f(x, ws).backward()
         for w in ws:
             w.grad = None
-        peaks.append(_peak_bytes(lambda: f(x, ws).backward(), device))
+        peaks.append(peak_bytes(lambda: f(x, ws).backward(), device))
         for w in ws:
             w.grad = None
     eager, lite = peaks

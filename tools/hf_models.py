@@ -72,19 +72,27 @@ MODELS: dict[str, tuple[str, str, dict[str, Any], Callable[[torch.Tensor], dict[
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = model_check.parser(__doc__.splitlines()[0], MODELS, "lengths", "8,12,17")
-    args, names, lengths, options, device = model_check.parse(p, argv, MODELS, "lengths")
+def import_transformers(script: str) -> Any:
+    """transformers, quiet (its logging and every warning off); None, having said that
+    `script` needs it, where it is not installed (the scripts then exit 2)."""
     try:
         import transformers
     except ImportError:
-        print("tools/hf_models.py needs transformers: .venv/bin/pip install transformers", file=sys.stderr)
+        print(f"{script} needs transformers: .venv/bin/pip install transformers", file=sys.stderr)
+        return None
+    transformers.logging.set_verbosity_error()
+    warnings.filterwarnings("ignore")
+    return transformers
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = model_check.parser(__doc__.splitlines()[0], MODELS, "lengths", "8,12,17")
+    args, names, lengths, options, device = model_check.parse(p, argv, MODELS, "lengths")
+    transformers = import_transformers("tools/hf_models.py")
+    if transformers is None:
         return 2
 
     import xpu_lite  # noqa: F401  (registers the backend)
-
-    transformers.logging.set_verbosity_error()
-    warnings.filterwarnings("ignore")
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device}, mode {args.mode}, {args.dtype}"
           + (f" under autocast to {args.autocast}" if args.autocast else "") + f", lengths {lengths}"
           + (f", options {options}" if options else ""), flush=True)

@@ -701,6 +701,18 @@ def dynamo_trace_counts() -> dict[str, dict[str, int]]:
     return {category: dict(counters[category]) for category in ("graph_break", "unimplemented", "frames")}
 
 
+def cpu_allocations(step: Callable[[], Any]) -> list[int]:
+    """The bytes of each allocation (+) and free (-) of the cpu allocator while `step` runs,
+    in order: the profiler's memory events (profile_memory=True), read from its kineto
+    results. A block allocated before the profiler started has no free event."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    return [e.nbytes() for e in sorted(events, key=lambda e: e.start_ns())]
+
+
 def ddp_bucket(gm: torch.fx.GraphModule) -> bool:
     """Whether gm is a piece of a Dynamo graph that DDPOptimizer split at
     DistributedDataParallel's gradient buckets (it marks each piece's compile reason)."""

@@ -1,14 +1,19 @@
 """What was compiled and why: per-graph reports, counters, and capture of both.
 
 Each compiled graph produces a GraphReport (decisions + generated source). Reports are
-published to whoever is capturing (run_and_get_code, explain) and counted.
+published to whoever is capturing (run_and_get_code, explain) and counted. The benchmark
+scripts' tables and peak-memory measure are here too.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
+import torch
+
+from . import _torch_compat as compat
 from .lowering import Decision, DecisionKind
 
 
@@ -176,6 +181,27 @@ def append_section(path: str, title: str, lines: list[str]) -> None:
     """Append `### title` and its lines to a markdown file (docs/benchmarks.md)."""
     with open(path, "a") as fh:
         fh.write("\n".join(["", f"### {title}", "", *lines]) + "\n")
+
+
+def peak_bytes(step: Callable[[], Any], device: torch.device | str) -> int:
+    """The most bytes allocated at once while `step` runs, above what was allocated before
+    (benchmarks/bench_memory.py). cpu: from the allocator's events in order, which have no
+    free of a block allocated before `step` (time a whole training step, not a backward
+    alone); cuda/xpu: the allocator's own peak."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        live = peak = 0
+        for nbytes in compat.cpu_allocations(step):  # + an allocation, - a free
+            live += nbytes
+            peak = max(peak, live)
+        return peak
+    module = getattr(torch, device.type)
+    module.synchronize()
+    before = module.memory_allocated()
+    module.reset_peak_memory_stats()
+    step()
+    module.synchronize()
+    return module.max_memory_allocated() - before
 
 
 _capturing: list[list[GraphReport]] = []

@@ -4,7 +4,7 @@ Input: the graph from AOTAutograd and {node name: Decision}. Output: WrapperCode
 text plus the constants it references). The module binds size symbols from its inputs
 (SymInt arguments and input tensor sizes) and from data-dependent outputs, computes size
 arithmetic as plain Python, checks runtime asserts, calls fallbacks as
-`torch.ops.<ns>.<op>.<overload>(...)`, frees buffers after their last use, and emits no
+`torch.ops.<ns>.<op>.<overload>(...)`, frees buffers and inputs after their last use, and emits no
 call whose result nobody reads.
 """
 from __future__ import annotations
@@ -169,12 +169,9 @@ class _WrapperBuilder:
         needed = set().union(*(e.free_symbols for n, e in self.size_expr.items() if n in live))
         needed |= set().union(*(_group_symbols(g) for g in self.groups if g.members[0] in live))
         last_use = _last_uses([n for n in self.nodes if n in live], self.deps)
-        # input tensors are freed after their last use too (the backward's saved activations:
-        # AOTAutograd clears its own references before the call), and at once where only
-        # their sizes are read
+        # input tensors are freed too: a backward's are the saved activations, AOTAutograd's no more
         inputs = {n for n in self.placeholders if isinstance(n.meta.get("val"), torch.Tensor)}
-        read = {dep for n in self.nodes if n in live for dep in self.deps[n]}
-        unread = [n for n in self.placeholders if n in inputs and n not in read]
+        unread = inputs - {dep for n in self.nodes if n in live for dep in self.deps[n]}
 
         body = Emitter()
         if not any(compat.is_custom_op(n.target) for n in self.nodes):  # else the check has work to do: keep it
@@ -265,10 +262,8 @@ class _WrapperBuilder:
                 body.line(f"{var} = {pexpr(expr)}", node.name)
             else:
                 args = [self._src(a) for a in node.args]
-                if target in _BINARY:
-                    body.line(f"{var} = {args[0]} {_BINARY[target]} {args[1]}", node.name)
-                else:
-                    body.line(f"{var} = {_CALLS[target].format(*args)}", node.name)
+                text = f"{args[0]} {_BINARY[target]} {args[1]}" if target in _BINARY else _CALLS[target].format(*args)
+                body.line(f"{var} = {text}", node.name)
         elif kind is DecisionKind.ASSERT:
             self._emit_assert(body, node, var)
         elif kind is DecisionKind.VIEW:  # something outside the kernels reads it: the eager alias, no copy
@@ -494,14 +489,11 @@ def _exposed(val: Any) -> list[tuple[str, sympy.Expr]]:
 
 def _last_uses(order: list[torch.fx.Node], deps: dict[torch.fx.Node, list[torch.fx.Node]]) -> dict[torch.fx.Node, list[torch.fx.Node]]:
     """node -> the values whose last reader it is (outputs are never freed)."""
-    last: dict[torch.fx.Node, torch.fx.Node] = {}
-    for node in order:
-        for dep in deps[node]:
-            last[dep] = node
-    result: dict[torch.fx.Node, list[torch.fx.Node]] = {}
-    for value, user in last.items():
-        if user.op != "output":
-            result.setdefault(user, []).append(value)
     position = {node: i for i, node in enumerate(order)}
-    return {user: sorted(vals, key=position.__getitem__) for user, vals in result.items()}
+    last = {dep: node for node in order for dep in deps[node]}  # the last reader's assignment stays
+    result: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for value in sorted(last, key=position.__getitem__):
+        if last[value].op != "output":
+            result.setdefault(last[value], []).append(value)
+    return result
 
