@@ -186,8 +186,8 @@ def append_section(path: str, title: str, lines: list[str]) -> None:
 def peak_bytes(step: Callable[[], Any], device: torch.device | str) -> int:
     """The most bytes allocated at once while `step` runs, above what was allocated before
     (benchmarks/bench_memory.py). cpu: from the allocator's events in order, which have no
-    free of a block allocated before `step` (time a whole training step, not a backward
-    alone); cuda/xpu: the allocator's own peak."""
+    free of a block allocated before `step` (measure a whole training step, not a
+    backward alone); cuda/xpu: the allocator's own peak."""
     device = torch.device(device)
     if device.type == "cpu":
         live = peak = 0

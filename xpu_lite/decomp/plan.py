@@ -224,7 +224,7 @@ def _op_by_op(op: torch._ops.OpOverload, flat: list[Any], spec: Any, state: Any,
     if getattr(_RECOMPUTING, "depth", 0) and requires_grad:
         # a kept op inside a kept op's body (cross_entropy's log_softmax.int and nll_loss_nd),
         # recomputed for the gradient: kept whole, its own backward would recompute its body
-        # again (log_softmax twice over the logits, nll_loss's forward for its total weight)
+        # again (cross_entropy's backward computed log_softmax over the logits twice)
         return "inside a kept op's body recomputed for its gradient: eager's steps"
     if compat.autocast_reaches_body(flat):
         return "autocast casts its body's ops in eager (it has no autocast kernel of its own)"
