@@ -938,3 +938,38 @@ def _check_layouts(fn, compiled, n, layout, device) -> None:
     for a, e in zip(*(t if isinstance(t, tuple) else (t,) for t in (actual, expected))):
         assert a.stride() == e.stride(), (a.stride(), e.stride())
         torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["lite", None])
+def test_dropout_that_drops_nothing_is_its_input_as_in_eager(mode) -> None:
+    """Eager's dropout returns its input itself where it drops nothing (p == 0, or not
+    training: each nn.Dropout in eval). torch._decomp's kernel, which AOTAutograd traces,
+    returns a copy: every backend copied each such tensor, and a write to the result left
+    the input as it was (all backends, before 2026-11-29). The graph now takes the input:
+    no copy, the write reaches the input, gradients bitwise eager's."""
+    def writes(x):
+        y = F.dropout(x, 0.3, training=False)
+        y.add_(1)
+        return y * 2
+
+    def reads(x):
+        return F.dropout(x, 0.0, training=True) * 2 + F.dropout(x, 0.5, training=False).sin()
+
+    kwargs = {"mode": mode} if mode else {}
+    compiled = torch.compile(writes, backend="xpu_lite", dynamic=True, **kwargs)
+    for n in (3, 5):
+        x = torch.randn(n)
+        got_x, want_x = x.clone(), x.clone()
+        assert_bitwise(compiled(got_x), writes(want_x))
+        assert_bitwise(got_x, want_x)  # the input changed, as in eager
+    compiled = torch.compile(reads, backend="xpu_lite", dynamic=True, **kwargs)
+    x = torch.randn(6)
+    (got_out, got_grads), (forward, backward) = xpu_lite.run_and_get_code(_grads, compiled, [x])
+    want_out, want_grads = _grads(reads, [x])
+    if mode == "lite":
+        assert_bitwise(got_out, want_out)
+        assert_bitwise(got_grads, want_grads)
+    else:
+        torch.testing.assert_close(got_out, want_out)
+        torch.testing.assert_close(got_grads, want_grads)
+    assert "clone" not in forward, forward

@@ -19,6 +19,12 @@ on their CompositeImplicitAutograd key that go straight to the decomposition; ea
 body computes the output size and calls the `.default` op. A kept `.vec` node's backward
 recomputes EAGER_CIA_BODIES, which do what the C++ bodies do (those cannot run here: they
 take the output size as plain ints, and it is symbolic).
+
+`dropout` has one too, which returns `input.clone()` where it draws nothing (p == 0, or not
+training: every `nn.Dropout` in eval); eager's C++ returns the input itself. So every
+backend's graph copied each such tensor, and a write to the result (`y.add_(1)`) left the
+input as it was, where eager changes it. There, in every mode, the trace takes the input
+itself too (`_eager_dropout`).
 """
 from __future__ import annotations
 
@@ -89,6 +95,18 @@ def _kernel(decomposes_call: Callable[..., bool], selected: Callable[[Any], Any]
     return make_kernel
 
 
+def _eager_dropout(decomposition: Callable[..., Any] | None) -> Callable[..., Any]:
+    """aten.dropout as eager's C++ (`_dropout`): the input itself where nothing is dropped,
+    else torch's kernel (native_dropout, which draws as eager does)."""
+    def dropout(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+        if p == 0 or not train:
+            return input
+        assert decomposition is not None
+        return decomposition(input, p, train)
+
+    return dropout
+
+
 @contextlib.contextmanager
 def eager_derivatives(decomposes_call: Callable[..., bool], selected: Callable[[Any], Any], device_type: str) -> Iterator[None]:
     """For one trace on `device_type`: EAGER_AUTOGRAD ops differentiated as eager does when
@@ -98,6 +116,7 @@ def eager_derivatives(decomposes_call: Callable[..., bool], selected: Callable[[
         for op in sorted(EAGER_AUTOGRAD, key=str):
             kernel = _kernel(decomposes_call, selected, op, device_type)
             stack.enter_context(compat.override_autograd_kernel(op, device_type, kernel))
+        stack.enter_context(compat.override_autograd_kernel(aten.dropout.default, device_type, _eager_dropout))
         stack.enter_context(compat.override_fake_rules(FAKE_RULES))
         yield
 
