@@ -58,7 +58,6 @@ class KernelBuilder:
         self.lifted: dict[sympy.Expr, sympy.Symbol] = {}  # sizes the wrapper computes (see wrapper_size)
         self.values: list[ir.Value] = []
         self.inputs: dict[torch.fx.Node, ir.Buffer] = {}
-        self.loaded: dict[tuple[torch.fx.Node, tuple[sympy.Expr, ...]], int] = {}
         self.known: dict[tuple[Any, ...], int] = {}  # pure values already computed (see _add)
         self.ordered = False  # see in_order
         self.inlined = inlined  # pointwise producers computed where they are gathered (inlining.inlined_producers)
@@ -105,11 +104,9 @@ class KernelBuilder:
 
     def load(self, node: torch.fx.Node, at: tuple[sympy.Expr, ...], root: torch.fx.Node | None = None) -> int:
         """Load `node`'s elements broadcast to shape `at` (the reader's); for a view, read
-        its root buffer with the view's strides."""
-        if (node, at) not in self.loaded:
-            index = self.index(at, sizes_of(node), strides_of(node.meta["val"]))
-            self.loaded[(node, at)] = self._load(node, node if root is None else root, index)
-        return self.loaded[(node, at)]
+        its root buffer with the view's strides (a load made before is that value: _add)."""
+        index = self.index(at, sizes_of(node), strides_of(node.meta["val"]))
+        return self._load(node, node if root is None else root, index)
 
     def _load(self, node: torch.fx.Node, root: torch.fx.Node, index: sympy.Expr, mask: int | None = None,
               bounds: tuple[tuple[int, sympy.Expr], ...] = (), message: str = "") -> int:
