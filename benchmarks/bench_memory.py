@@ -10,7 +10,9 @@ dynamic=True). The models are the tiny transformers models of tools/hf_models.py
 
 On cpu the peak is read from the profiler's allocation events (profile_memory=True: each
 allocation and free of the cpu allocator, in order); on cuda and xpu from the allocator's
-own peak (max_memory_allocated). Deterministic on cpu: no timing is involved. On a GPU
+own peak (max_memory_allocated). Deterministic on cpu: no timing is involved. It also
+measures what the forward saves for the backward: the distinct storages autograd's
+saved-tensor hooks see, but the parameters (xpu_lite.report.saved_bytes). On a GPU
 Inductor is measured too; on cpu xpu_lite's default mode runs its kernels under Triton's
 interpreter, whose own arrays are numpy's and not counted (its results are torch's).
 
@@ -31,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import xpu_lite  # noqa: E402,F401  (registers the backend)
 from tools.hf_models import MODELS, import_transformers  # noqa: E402
-from xpu_lite.report import append_section, format_table, markdown_table, peak_bytes  # noqa: E402
+from xpu_lite.report import append_section, format_table, markdown_table, peak_bytes, saved_bytes  # noqa: E402
 from xpu_lite.runtime import device_or_usage_error  # noqa: E402
 
 BACKENDS: list[tuple[str, dict[str, Any] | None]] = [
@@ -45,12 +47,13 @@ MIB = 2**20
 
 
 def measure(name: str, length: int, batch: int, transformers: Any, device: torch.device) -> tuple[str, ...]:
-    """(model, eager's peak in MiB, each backend's peak / eager's)."""
+    """(model, eager's peak in MiB, each backend's peak / eager's, eager's saved MiB, each
+    backend's saved / eager's)."""
     config_cls, model_cls, config_args, _ = MODELS[name]
     torch.manual_seed(0)
     model = getattr(transformers, model_cls)(getattr(transformers, config_cls)(**config_args)).to(device)
     ids = torch.randint(1, 100, (batch, length), generator=torch.Generator().manual_seed(length)).to(device)
-    peaks = []
+    peaks, saved = [], []
     for label, kwargs in BACKENDS + (GPU_BACKENDS if device.type in ("cuda", "xpu") else []):
         torch._dynamo.reset()
         forward = model if kwargs is None else torch.compile(model, dynamic=True, **kwargs)
@@ -65,8 +68,11 @@ def measure(name: str, length: int, batch: int, transformers: Any, device: torch
         for p in model.parameters():
             p.grad = None
         peaks.append(peak_bytes(step, device))
-        print(f"  {name:9s} {label:20s} peak {peaks[-1] / MIB:.2f} MiB ({peaks[-1] / peaks[0]:.2f}x eager)", flush=True)
-    return (name, f"{peaks[0] / MIB:.2f}", *(f"{p / peaks[0]:.2f}" for p in peaks[1:]))
+        saved.append(saved_bytes(step, held=model.parameters()))
+        print(f"  {name:9s} {label:20s} peak {peaks[-1] / MIB:.2f} MiB ({peaks[-1] / peaks[0]:.2f}x eager), "
+              f"saved {saved[-1] / MIB:.2f} MiB ({saved[-1] / saved[0]:.2f}x eager)", flush=True)
+    return (name, f"{peaks[0] / MIB:.2f}", *(f"{p / peaks[0]:.2f}" for p in peaks[1:]),
+            f"{saved[0] / MIB:.2f}", *(f"{v / saved[0]:.2f}" for v in saved[1:]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = [measure(name, args.length, args.batch, transformers, device) for name in names]
     labels = [label for label, _ in BACKENDS[1:] + (GPU_BACKENDS if device.type in ("cuda", "xpu") else [])]
-    header = ("model", "eager peak (MiB)", *(f"{label} / eager" for label in labels))
+    header = ("model", "eager peak (MiB)", *(f"{label} / eager" for label in labels),
+              "eager saved (MiB)", *(f"{label} saved / eager" for label in labels))
     table = format_table(header, rows)
     print("\n" + table)
     if args.write:

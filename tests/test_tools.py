@@ -298,8 +298,10 @@ def test_bench_models_times_a_training_step(capsys, tmp_path) -> None:
 
 def test_bench_memory_measures_a_training_steps_peak(capsys, tmp_path) -> None:
     """benchmarks/bench_memory.py: its measure is the most bytes allocated at once (two
-    tensors of 4000 bytes alive together, then one freed before a third: 8000), and it runs
-    end to end on one model, refusing an unknown one; the model's figures are not asserted."""
+    tensors of 4000 bytes alive together, then one freed before a third: 8000), and the
+    storages saved for the backward (y saved twice by y * y: one; w saved by sin: held, not
+    counted), and it runs end to end on one model, refusing an unknown one; the model's
+    figures are not asserted."""
     pytest.importorskip("transformers", reason="benchmarks/bench_memory.py needs transformers (scripts/bootstrap.sh installs it)")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import bench_memory
@@ -311,13 +313,16 @@ def test_bench_memory_measures_a_training_steps_peak(capsys, tmp_path) -> None:
         del b, c
 
     assert bench_memory.peak_bytes(step, "cpu") == 8000  # xpu_lite.report's
+    w = torch.randn(1000, requires_grad=True)
+    assert bench_memory.saved_bytes(lambda: (w.sin() * w.sin()).sum().backward(), held=[w]) == 8000
+    assert bench_memory.saved_bytes(lambda: (lambda y: (y * y).sum().backward())(w.sin()), held=[w]) == 4000
     with pytest.raises(SystemExit):
         bench_memory.main(["--models", "no_such_model"])
     assert "valid: llama" in capsys.readouterr().err
     written = tmp_path / "benchmarks.md"
     assert bench_memory.main(["--models", "bert", "--length", "8", "--batch", "2", "--write", str(written)]) == 0
     table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
-    assert table[2].split()[0] == "bert" and len(table[2].split()) == 5 and all(float(r) > 0 for r in table[2].split()[1:]), table
+    assert table[2].split()[0] == "bert" and len(table[2].split()) == 9 and all(float(r) > 0 for r in table[2].split()[1:]), table
     md = written.read_text().splitlines()
     assert md[1].startswith("### bench_memory.py — ") and "training step" in md[1] and md[5].startswith("| bert | "), md
 

@@ -90,6 +90,44 @@ def test_sdpa_kernel_inside_the_function_is_traced_and_around_it_read_at_run_tim
             assert_bitwise(around(q), _attention(q))
 
 
+def _saved_bytes(fn, x: torch.Tensor) -> tuple[list[int], torch.Tensor, torch.Tensor]:
+    """The bytes of each tensor autograd saves for the backward of fn(x) (AOTAutograd's saved
+    values go through the same hooks as eager's), the output and x's gradient."""
+    saved: list[int] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(x)
+    (grad,) = torch.autograd.grad(out, [x])
+    return saved, out, grad
+
+
+def test_default_mode_recomputes_cheap_values_instead_of_saving_them(device: str) -> None:
+    """The default mode partitions forward and backward as Inductor and aot_eager do (a min cut
+    over the saved values, since 2026-11-29): a chain of pointwise ops saves its input and
+    the backward's kernel recomputes the rest, where eager saves each op's input. Lite mode
+    saves what eager saves: its backward runs eager's ops, which would run again."""
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return x.sin().sin().sin().sum()
+
+    default = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    lite = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
+    for n in (48, 80):
+        x = torch.randn(n, device=device, requires_grad=True)
+        eager_saved, *expected = _saved_bytes(fn, x)
+        assert eager_saved == [n * 4] * 3, eager_saved  # x, sin(x), sin(sin(x))
+        default_saved, *actual = _saved_bytes(default, x)
+        assert default_saved == [n * 4], default_saved  # x alone
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
+        lite_saved, *actual = _saved_bytes(lite, x)
+        assert lite_saved == eager_saved
+        assert_bitwise(actual, expected)
+    assert xpu_lite.counters.forward_graphs == 2
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_activation_checkpointing(device: str, mode: str) -> None:
     """torch.utils.checkpoint inside the compiled function: outputs and gradients."""

@@ -18,6 +18,7 @@ import torch.fx.traceback as fx_traceback
 from torch._decomp import core_aten_decompositions, decomposition_table, get_decompositions
 from torch._dispatch.python import enable_python_dispatcher
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._subclasses import fake_impls
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, guard_or_true, statically_known_true
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -27,6 +28,7 @@ from torch.utils._sympy.printers import PythonPrinter
 
 __all__ = [
     "aot_compile",
+    "recomputing_partition",
     "core_aten_decompositions",
     "decomposition_table",
     "get_decompositions",
@@ -69,6 +71,15 @@ def aot_compile(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: A
     returned fake tensors). It also keeps Dynamo out of the compiled function and of the
     backward's compiler."""
     return aot_autograd(**kwargs)(gm, example_inputs)
+
+
+def recomputing_partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+    """AOTAutograd's partition of the joint graph into forward and backward as Inductor's:
+    a min cut over which values the forward saves, where the backward recomputes cheap
+    ops (pointwise, views, reductions; never products, convolutions or random ops) from
+    fewer saved values. torch._functorch.config.activation_memory_budget bounds it, as
+    for Inductor."""
+    return min_cut_rematerialization_partition(joint, joint_inputs, compiler="inductor", **kwargs)
 
 # The sympy functions of size and index expressions that a Triton kernel computes as
 # PythonPrinter prints them (+, *, //, %, max, min on its int arguments); any other

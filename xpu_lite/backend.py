@@ -89,6 +89,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
                     inference_compiler=functools.partial(compiler, kind="inference" if module is None else "compiled_autograd"),
                     decompositions=plan.table,
                     keep_inference_input_mutations=True,
+                    **_partition(plan),
                 )
         except compat.AliasingCompositeOp as exc:  # trace again with the op decomposed
             # Where a derivative formula called the op (embedding's sparse backward), the
@@ -105,6 +106,14 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         log.info("xpu_lite %s: %d Dynamo nodes traced by AOTAutograd and compiled in %.2f s",
                  graph, len(gm.graph.nodes), time.perf_counter() - started)
         return compiled
+
+
+def _partition(plan: DecompPlan) -> dict[str, Any]:
+    """The default mode recomputes in the backward what is cheaper to recompute than to
+    save, as Inductor does: its kernels fuse the recomputation into the backward's own.
+    Lite mode saves what eager's autograd saves (AOTAutograd's default partition): its
+    fallbacks would run again as extra eager calls."""
+    return {} if plan.config.lite else {"partition_fn": compat.recomputing_partition}
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -181,6 +181,24 @@ def append_section(path: str, title: str, lines: list[str]) -> None:
     """Append `### title` and its lines to a markdown file (docs/benchmarks.md)."""
     with open(path, "a") as fh:
         fh.write("\n".join(["", f"### {title}", "", *lines]) + "\n")
+
+
+def saved_bytes(step: Callable[[], Any], held: Iterable[torch.Tensor] = ()) -> int:
+    """The bytes of the distinct storages autograd saves for a backward while `step` runs
+    (each counted once, however many views of it are saved, by however many nodes), but
+    those of `held` (a model's parameters, which are there anyway)."""
+    skip = {t.untyped_storage().data_ptr() for t in held}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in skip:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        step()
+    return sum(saved.values())
 
 
 def peak_bytes(step: Callable[[], Any], device: torch.device | str) -> int:
