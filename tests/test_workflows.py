@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 
 import xpu_lite
 from xpu_lite import DecisionKind, FallbackKind
-from xpu_lite.report import capture
+from xpu_lite.report import capture, saved_bytes
 
 from .conftest import assert_bitwise, one_rank
 from .test_kernels import ATOL, RTOL
@@ -90,19 +90,16 @@ def test_sdpa_kernel_inside_the_function_is_traced_and_around_it_read_at_run_tim
             assert_bitwise(around(q), _attention(q))
 
 
-def _saved_bytes(fn, x: torch.Tensor) -> tuple[list[int], torch.Tensor, torch.Tensor]:
-    """The bytes of each tensor autograd saves for the backward of fn(x) (AOTAutograd's saved
-    values go through the same hooks as eager's), the output and x's gradient."""
-    saved: list[int] = []
+def _saved_and_results(fn, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
+    """The bytes autograd saves for the backward of fn(x) (xpu_lite.report.saved_bytes:
+    AOTAutograd's saved values go through the same hooks as eager's), and [fn(x), x's gradient]."""
+    results: list[torch.Tensor] = []
 
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        saved.append(t.numel() * t.element_size())
-        return t
+    def step() -> None:
+        results.append(fn(x))
+        results.extend(torch.autograd.grad(results[0], [x]))
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn(x)
-    (grad,) = torch.autograd.grad(out, [x])
-    return saved, out, grad
+    return saved_bytes(step), results
 
 
 def test_default_mode_recomputes_cheap_values_instead_of_saving_them(device: str) -> None:
@@ -117,12 +114,12 @@ def test_default_mode_recomputes_cheap_values_instead_of_saving_them(device: str
     lite = torch.compile(fn, backend="xpu_lite", mode="lite", dynamic=True)
     for n in (48, 80):
         x = torch.randn(n, device=device, requires_grad=True)
-        eager_saved, *expected = _saved_bytes(fn, x)
-        assert eager_saved == [n * 4] * 3, eager_saved  # x, sin(x), sin(sin(x))
-        default_saved, *actual = _saved_bytes(default, x)
-        assert default_saved == [n * 4], default_saved  # x alone
+        eager_saved, expected = _saved_and_results(fn, x)
+        assert eager_saved == 3 * n * 4, eager_saved  # x, sin(x), sin(sin(x))
+        default_saved, actual = _saved_and_results(default, x)
+        assert default_saved == n * 4, default_saved  # x alone
         torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
-        lite_saved, *actual = _saved_bytes(lite, x)
+        lite_saved, actual = _saved_and_results(lite, x)
         assert lite_saved == eager_saved
         assert_bitwise(actual, expected)
     assert xpu_lite.counters.forward_graphs == 2
