@@ -90,8 +90,8 @@ def test_sdpa_kernel_inside_the_function_is_traced_and_around_it_read_at_run_tim
             assert_bitwise(around(q), _attention(q))
 
 
-def _saved_and_results(fn, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
-    """The bytes autograd saves for the backward of fn(x) (xpu_lite.report.saved_bytes:
+def _saved_and_results(fn, x: torch.Tensor, held=()) -> tuple[int, list[torch.Tensor]]:
+    """The bytes autograd saves for the backward of fn(x) but `held`'s (xpu_lite.report.saved_bytes:
     AOTAutograd's saved values go through the same hooks as eager's), and [fn(x), x's gradient]."""
     results: list[torch.Tensor] = []
 
@@ -99,7 +99,7 @@ def _saved_and_results(fn, x: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
         results.append(fn(x))
         results.extend(torch.autograd.grad(results[0], [x]))
 
-    return saved_bytes(step), results
+    return saved_bytes(step, held), results
 
 
 def test_default_mode_recomputes_cheap_values_instead_of_saving_them(device: str) -> None:
@@ -123,6 +123,24 @@ def test_default_mode_recomputes_cheap_values_instead_of_saving_them(device: str
         assert lite_saved == eager_saved
         assert_bitwise(actual, expected)
     assert xpu_lite.counters.forward_graphs == 2
+
+
+def test_activation_memory_budget_bounds_the_default_modes_partition(device: str) -> None:
+    """torch._functorch.config.activation_memory_budget, Inductor's knob, bounds the default
+    mode's min cut too: at 0 the forward saves the input alone, besides the parameters (the
+    backward recomputes even the matmul), gradients as close either way."""
+    torch.manual_seed(0)
+    model = _Mlp().to(device)
+    x = torch.randn(16, 8, device=device, requires_grad=True)
+    _, expected = _saved_and_results(lambda t: model(t).sum(), x)
+    saved = {}
+    for budget in (1.0, 0.0):
+        torch._dynamo.reset()
+        with torch._functorch.config.patch(activation_memory_budget=budget):
+            compiled = torch.compile(lambda t: model(t).sum(), backend="xpu_lite", dynamic=True)
+            saved[budget], actual = _saved_and_results(compiled, x, held=list(model.parameters()))
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
+    assert saved[0.0] == x.numel() * 4 < saved[1.0], saved
 
 
 @pytest.mark.parametrize("mode", MODES)
