@@ -76,9 +76,9 @@ def aot_compile(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: A
 def recomputing_partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
     """AOTAutograd's partition of the joint graph into forward and backward as Inductor's:
     a min cut over which values the forward saves, where the backward recomputes cheap
-    ops (pointwise, views, reductions; never products, convolutions or random ops) from
+    ops (pointwise, views, reductions; not products, convolutions or random ops) from
     fewer saved values. torch._functorch.config.activation_memory_budget bounds it, as
-    for Inductor."""
+    for Inductor: below 1.0 it recomputes products too."""
     return min_cut_rematerialization_partition(joint, joint_inputs, compiler="inductor", **kwargs)
 
 # The sympy functions of size and index expressions that a Triton kernel computes as
