@@ -329,6 +329,30 @@ def test_shifts_follow_eagers_rule_for_every_amount(device: str, dtype: torch.dt
             reasons
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64],
+                         ids=["uint8", "int8", "int16", "int32", "int64"])
+def test_integer_powers_are_products_that_wrap_as_eagers(device: str, dtype: torch.dtype) -> None:
+    """`x ** n` of integers, n a literal >= 0, is a kernel of products (square and multiply,
+    since 2026-11-29; an eager call before), bitwise eager's, wrapping as its products wrap
+    (the extremes of the dtype, powers past its bits). A tensor exponent (`3 ** x`, ldexp's
+    derivative) stays eager's loop over the exponent's bits, with the reason."""
+    info = torch.iinfo(dtype)
+
+    def fn(x):  # (eager refuses an exponent out of the dtype's range: int8's 127 at most)
+        return x ** 0, x ** 1, x ** 2, x ** 3, x ** 5, x.pow(13), x ** 64, torch.pow(x, 127)
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    for n in (5, 8):
+        x = torch.randint(info.min, info.max, (3, n), dtype=dtype, device=device)
+        x[0, :4] = torch.tensor([info.min, info.max, 0, 1], dtype=dtype)
+        x[1, :3] = torch.tensor([2, 3, -1 if dtype.is_signed else 255], dtype=dtype)
+        assert_bitwise(compiled(x), fn(x))
+    assert xpu_lite.counters.fallback_nodes == 0 and xpu_lite.counters.forward_graphs == 1
+    reasons = [row[4] for row in xpu_lite.explain(lambda x: 3 ** x, x).rows() if row[3] == "fallback"]
+    assert reasons == ["no lowering: this lowering needs an integer to a literal power >= 0 (an integer power of a tensor "
+                       "exponent is eager's loop over its bits; a negative one, eager's error)"], reasons
+
+
 def test_nan_propagates_like_torch(device: str) -> None:
     def fn(a, b):
         return torch.maximum(a, b) + torch.minimum(a, b) + torch.relu(a)
@@ -557,7 +581,8 @@ def test_ops_regions_decompose_into_kernels(device: str, name: str) -> None:
             got.sum().backward()
             expected.sum().backward()
             _close(ours.grad, eager.grad)
-    integer_powers = [("aten.pow.Scalar", "a int64 result; this lowering takes float32, float16, bfloat16")]
+    integer_powers = [("aten.pow.Scalar", "this lowering needs an integer to a literal power >= 0 (an integer power of a tensor "
+                                          "exponent is eager's loop over its bits; a negative one, eager's error)")]
     fallbacks = [(d.op, d.reason.detail) for d in reports[0].fallbacks]
     assert xpu_lite.counters.forward_graphs == 1 and fallbacks == (integer_powers if name == "ldexp" else []), fallbacks
 

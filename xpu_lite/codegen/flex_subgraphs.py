@@ -13,7 +13,7 @@ import torch
 import torch.fx
 
 from .. import _torch_compat as compat
-from ..lowering.pointwise import POW_SPECIAL
+from ..lowering.powers import POW_SPECIAL
 from .mathfns import Steps
 from .triton import SIGNATURE_DTYPE, TL_DTYPE, literal, math_table, math_text
 
@@ -154,7 +154,7 @@ class Translator:
 
     def _pow(self, name: str, node: torch.fx.Node, env: dict[torch.fx.Node, str], dtype: torch.dtype) -> str:
         """x ** y: eager's exact forms for a literal exponent 2, 0.5, -0.5, -1, 1 or 0
-        (pointwise.POW_SPECIAL), the composition otherwise (a float's); of an int, only
+        (powers.POW_SPECIAL), the composition otherwise (a float's); of an int, only
         those exact forms that stay ints."""
         x, exponent = node.args
         literal_exponent = isinstance(exponent, (int, float)) and not isinstance(exponent, bool)

@@ -5,7 +5,7 @@ import torch
 
 from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .partition import partition
-from . import adaptive, division, fma, gather, indexing, pointwise, pooling, reduction, scatter, shifts  # noqa: F401  (fill LOWERINGS)
+from . import adaptive, division, fma, gather, indexing, pointwise, pooling, powers, reduction, scatter, shifts  # noqa: F401  (fill LOWERINGS)
 from .registry import LOWERINGS
 
 _aten = torch.ops.aten

@@ -23,9 +23,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from ..held_values import held_value
 from . import ir
-from .operands import Ref, _arg, _in_dtype, operand, scalar_dtype, steps
+from .operands import Ref, _arg, _in_dtype, operand
 from .registry import LOWERINGS
 
 aten = torch.ops.aten
@@ -319,38 +318,6 @@ def _full(b: Any, node: torch.fx.Node, *args: Any) -> int:
     return b.compute("broadcast", (value,), node, cdt)
 
 
-POW_SPECIAL = {2: "square", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal", 1: "identity", 0: "one"}
-
-
-def _pow_by_products(b: Any, node: torch.fx.Node, x: Any, exponent: float) -> int:
-    """Eager's products for the exponents 3 and -2 (pow_tensor_scalar_optimized_kernel,
-    cuda's pow_tensor_scalar_kernel_impl): x * x * x and 1 / (x * x), each step rounded
-    where the kernel computes in the dtype (operands.steps: cuda/xpu, and bfloat16 on cpu;
-    cpu float16 takes powf, which x * x in float32 matches). As pow's composition, 249 of
-    858 float32 `x ** -2` were one rounding off eager's 1 / (x * x)."""
-    cdt = _out_cdt(node)
-    step = steps(b, node, cpu=(torch.bfloat16,)) or (lambda value: value)
-    value = _arg(b, x, cdt, node)
-    square = step(b.compute("mul", (value, value), node, cdt))
-    if exponent == 3:
-        return b.compute("mul", (square, value), node, cdt)
-    return b.compute("reciprocal", (square,), node, cdt)
-
-
-def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
-    """Exact forms for common scalar exponents; exp2(y * log2|x|) with torch's sign, NaN,
-    0 and 1 rules otherwise."""
-    cdt, held = _out_cdt(node), scalar_dtype(node)
-    if held is not None and not isinstance(exponent, Ref):  # eager's exponent in the dtype, before the exact forms
-        exponent = held_value(float(exponent), held)
-    if not isinstance(exponent, Ref) and exponent in POW_SPECIAL:
-        return b.compute(POW_SPECIAL[exponent], (_arg(b, x, cdt, node),), node, cdt)
-    if not isinstance(exponent, Ref) and exponent in (3, -2) and isinstance(x, Ref):
-        return _pow_by_products(b, node, x, exponent)
-    # the composition reads the base's sign bit and combines tests of both operands: blocks
-    return b.compute("pow", _blocks(b, node, (x, exponent), cdt), node, cdt)
-
-
 def _gelu(b: Any, node: torch.fx.Node, x: Any) -> int:
     op = "gelu_tanh" if node.kwargs.get("approximate", "none") == "tanh" else "gelu"
     return b.compute(op, (_arg(b, x, torch.float32, node),), node, torch.float32)
@@ -432,7 +399,6 @@ for _op in ["isnan", "isinf"]:
 _reg((aten.mul.Tensor, aten.mul.Scalar), checker(READABLE, READABLE), _or_on_bools("mul", "logical_and"))
 _reg((aten.maximum.default,), checker(WRAPPING, READABLE), _elementwise("maximum", 2))
 _reg((aten.minimum.default,), checker(WRAPPING, READABLE), _elementwise("minimum", 2))
-_reg((aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar), checker(FLOATS, ALL), _pow)
 for _op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _reg((getattr(aten, _op).Tensor, getattr(aten, _op).Scalar),
          checker((torch.bool,), READABLE), _compare(_op))
