@@ -10,7 +10,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -141,6 +145,31 @@ def test_activation_memory_budget_bounds_the_default_modes_partition(device: str
             saved[budget], actual = _saved_and_results(compiled, x, held=list(model.parameters()))
         torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
     assert saved[0.0] == x.numel() * 4 < saved[1.0], saved
+
+
+def test_the_default_modes_partition_trains_where_the_environment_sets_ci(device: str) -> None:
+    """With the environment variable CI set (GitHub Actions sets it, as does this project's
+    CI), Inductor's lowerings raise at import when torch._decomp's table has an entry for an
+    op they run eagerly, and the min cut imports them. A fresh process, so that the import
+    is the first: a default-mode training step, gradients against eager's. (Before the
+    partition was chosen outside the trace, whose fake rules are such entries, it raised.)"""
+    script = textwrap.dedent(
+        f"""
+        import sys, torch
+        import xpu_lite
+        assert "torch._inductor.lowering" not in sys.modules
+        fn = lambda x: x.sin().sin().sum()
+        x = torch.randn(8, device="{device}", requires_grad=True)
+        (grad,) = torch.autograd.grad(torch.compile(fn, backend="xpu_lite")(x), [x])
+        torch.testing.assert_close(grad, torch.autograd.grad(fn(x), [x])[0], rtol={RTOL}, atol={ATOL})
+        assert xpu_lite.counters.kernel_launches > 0
+        print("ok")
+        """
+    )
+    env = {**os.environ, "CI": "1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -73,13 +73,25 @@ def aot_compile(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: A
     return aot_autograd(**kwargs)(gm, example_inputs)
 
 
-def recomputing_partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+def recomputing_partition() -> Callable[..., Any]:
     """AOTAutograd's partition of the joint graph into forward and backward as Inductor's:
     a min cut over which values the forward saves, where the backward recomputes cheap
     ops (pointwise, views, reductions; not products, convolutions or random ops) from
     fewer saved values. torch._functorch.config.activation_memory_budget bounds it, as
-    for Inductor: below 1.0 it recomputes products too."""
-    return min_cut_rematerialization_partition(joint, joint_inputs, compiler="inductor", **kwargs)
+    for Inductor: below 1.0 it recomputes products too.
+
+    Call this before a trace, not inside one. The partition's CSE pass imports Inductor's
+    pattern matcher, which imports its lowerings; those check, once, at import, that no op
+    they run eagerly has an entry in torch._decomp's table, and with the environment
+    variable CI set they raise where one has (a trace's fake rules for the upsampling
+    backwards, override_fake_rules, are such entries while it runs). Imported here,
+    outside any trace, they find torch's table as torch built it."""
+    import torch._inductor.pattern_matcher  # noqa: F401
+
+    def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        return min_cut_rematerialization_partition(joint, joint_inputs, compiler="inductor", **kwargs)
+
+    return partition
 
 # The sympy functions of size and index expressions that a Triton kernel computes as
 # PythonPrinter prints them (+, *, //, %, max, min on its int arguments); any other

@@ -75,6 +75,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     device_type = compat.fake_tensor_device(example_inputs, gm)
     ddp_bucket = graph if compat.ddp_bucket(gm) else ""
     started = time.perf_counter()
+    partition = _partition(plan)  # before the trace's overrides (see compat.recomputing_partition)
     while True:
         compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type, ddp_bucket=ddp_bucket)
         caught: list[warnings.WarningMessage] = []
@@ -89,7 +90,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
                     inference_compiler=functools.partial(compiler, kind="inference" if module is None else "compiled_autograd"),
                     decompositions=plan.table,
                     keep_inference_input_mutations=True,
-                    **_partition(plan),
+                    **partition,
                 )
         except compat.AliasingCompositeOp as exc:  # trace again with the op decomposed
             # Where a derivative formula called the op (embedding's sparse backward), the
@@ -113,7 +114,7 @@ def _partition(plan: DecompPlan) -> dict[str, Any]:
     save, as Inductor does: its kernels fuse the recomputation into the backward's own.
     Lite mode saves what eager's autograd saves (AOTAutograd's default partition): its
     fallbacks would run again as extra eager calls."""
-    return {} if plan.config.lite else {"partition_fn": compat.recomputing_partition}
+    return {} if plan.config.lite else {"partition_fn": compat.recomputing_partition()}
 
 
 @contextlib.contextmanager
