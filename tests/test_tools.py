@@ -322,7 +322,7 @@ def test_bench_memory_measures_a_training_steps_peak(capsys, tmp_path) -> None:
     written = tmp_path / "benchmarks.md"
     assert bench_memory.main(["--models", "bert", "--length", "8", "--batch", "2", "--write", str(written)]) == 0
     table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
-    assert table[2].split()[0] == "bert" and len(table[2].split()) == 9 and all(float(r) > 0 for r in table[2].split()[1:]), table
+    assert table[2].split()[0] == "bert" and len(table[2].split()) == 11 and all(float(r) > 0 for r in table[2].split()[1:]), table
     md = written.read_text().splitlines()
     assert md[1].startswith("### bench_memory.py — ") and "training step" in md[1] and md[5].startswith("| bert | "), md
 

@@ -147,6 +147,32 @@ def test_activation_memory_budget_bounds_the_default_modes_partition(device: str
     assert saved[0.0] == x.numel() * 4 < saved[1.0], saved
 
 
+@pytest.mark.parametrize("spelling", ("region", "compile_ops"))
+def test_lite_modes_regions_recompute_their_values_and_save_eagers(device: str, spelling: str) -> None:
+    """Lite mode with a region (or compile_ops) cuts as the default mode does over the
+    selected nodes alone: the backward's kernel recomputes the region's sin chain from `a`,
+    which the eager `mul` saves anyway, where eager saves each sin's input; the eager ops'
+    values are saved as eager saves them and never computed again. Without a region lite
+    mode saves eager's bytes (test above)."""
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        a = x.cos()
+        with xpu_lite.compile_region() if spelling == "region" else contextlib.nullcontext():
+            y = a.sin().sin().sin()
+        return (y.exp() * a).sum()
+
+    options = {"mode": "lite", **({"compile_ops": ["aten.sin"]} if spelling == "compile_ops" else {})}
+    compiled = torch.compile(fn, backend="xpu_lite", options=options, dynamic=True)
+    for n in (48, 80):
+        x = torch.randn(n, device=device, requires_grad=True)
+        eager_saved, expected = _saved_and_results(fn, x)
+        assert eager_saved == 5 * n * 4, eager_saved  # x, a, sin(a), sin(sin(a)), exp(y)
+        launches = xpu_lite.counters.kernel_launches
+        saved, actual = _saved_and_results(compiled, x)
+        assert saved == 3 * n * 4, saved  # x, a, exp(y)
+        assert xpu_lite.counters.kernel_launches >= launches + 2  # the region, in the forward and the backward
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
+
+
 def test_the_default_modes_partition_trains_where_the_environment_sets_ci(device: str) -> None:
     """With the environment variable CI set (GitHub Actions sets it, as does this project's
     CI), Inductor's lowerings raise at import when torch._decomp's table has an entry for an

@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, ModularIndexing, PythonMod
 from torch.utils._sympy.printers import PythonPrinter
+from torch.utils.checkpoint import CheckpointPolicy
 
 __all__ = [
     "aot_compile",
@@ -73,12 +74,14 @@ def aot_compile(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: A
     return aot_autograd(**kwargs)(gm, example_inputs)
 
 
-def recomputing_partition() -> Callable[..., Any]:
+def recomputing_partition(never_recomputed: Callable[[torch.fx.Node], bool] | None = None) -> Callable[..., Any]:
     """AOTAutograd's partition of the joint graph into forward and backward as Inductor's:
     a min cut over which values the forward saves, where the backward recomputes cheap
     ops (pointwise, views, reductions; not products, convolutions or random ops) from
     fewer saved values. torch._functorch.config.activation_memory_budget bounds it, as
-    for Inductor: below 1.0 it recomputes products too.
+    for Inductor: below 1.0 it recomputes products too. Nodes `never_recomputed` says so of
+    (lite mode's eager ops) are tagged as activation checkpointing's MUST_SAVE, which the
+    cut never recomputes; a node the user's checkpoint tagged keeps its tag.
 
     Call this before a trace, not inside one. The partition's CSE pass imports Inductor's
     pattern matcher, which imports its lowerings; those check, once, at import, that no op
@@ -89,6 +92,10 @@ def recomputing_partition() -> Callable[..., Any]:
     import torch._inductor.pattern_matcher  # noqa: F401
 
     def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        if never_recomputed is not None:
+            for node in joint.graph.nodes:
+                if node.op == "call_function" and "recompute" not in node.meta and never_recomputed(node):
+                    node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
         return min_cut_rematerialization_partition(joint, joint_inputs, compiler="inductor", **kwargs)
 
     return partition

@@ -75,7 +75,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
     device_type = compat.fake_tensor_device(example_inputs, gm)
     ddp_bucket = graph if compat.ddp_bucket(gm) else ""
     started = time.perf_counter()
-    partition = _partition(plan)  # before the trace's overrides (see compat.recomputing_partition)
+    partition = _partition(plan, gm)  # before the trace's overrides (see compat.recomputing_partition)
     while True:
         compiler = functools.partial(compile_graph, plan=plan, graph=graph, device_type=device_type, ddp_bucket=ddp_bucket)
         caught: list[warnings.WarningMessage] = []
@@ -109,12 +109,19 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
         return compiled
 
 
-def _partition(plan: DecompPlan) -> dict[str, Any]:
+def _partition(plan: DecompPlan, gm: torch.fx.GraphModule) -> dict[str, Any]:
     """The default mode recomputes in the backward what is cheaper to recompute than to
     save, as Inductor does: its kernels fuse the recomputation into the backward's own.
     Lite mode saves what eager's autograd saves (AOTAutograd's default partition): its
-    fallbacks would run again as extra eager calls."""
-    return {} if plan.config.lite else {"partition_fn": compat.recomputing_partition()}
+    fallbacks would run again as extra eager calls. With regions or compile_ops, lite mode
+    cuts as the default mode does over their nodes alone: the backward's kernels recompute
+    what its regions computed, every other value is saved where eager saves it."""
+    config = plan.config
+    if not config.lite:
+        return {"partition_fn": compat.recomputing_partition()}
+    if config.compile_ops or any(in_region_meta(node.meta) for node in gm.graph.nodes):
+        return {"partition_fn": compat.recomputing_partition(lambda node: not selected(node, config))}
+    return {}
 
 
 @contextlib.contextmanager
