@@ -129,6 +129,19 @@ def test_default_mode_recomputes_cheap_values_instead_of_saving_them(device: str
     assert xpu_lite.counters.forward_graphs == 2
 
 
+def test_explain_names_what_the_backward_recomputes(device: str) -> None:
+    """explain() says which of the backward's nodes the forward computed too and did not
+    save: the two inner sins of `x.sin().sin().sin()` in the default mode (the outer one's
+    value is not needed: its gradient is cos of its input); in lite mode nothing."""
+    x = torch.randn(16, device=device, requires_grad=True)
+    recomputed = {}
+    for mode in MODES:
+        report = xpu_lite.explain(lambda x: x.sin().sin().sin().sum().backward(), x, mode=mode, dynamic=True)
+        recomputed[mode] = {(g.kind, d.node, d.op) for g in report.graphs for d in g.decisions if "recomputed" in d.why()}
+    assert recomputed["default"] == {("backward", "sin", "aten.sin.default"), ("backward", "sin_1", "aten.sin.default")}
+    assert recomputed["lite"] == set()
+
+
 def test_activation_memory_budget_bounds_the_default_modes_partition(device: str) -> None:
     """torch._functorch.config.activation_memory_budget, Inductor's knob, bounds the default
     mode's min cut too: at 0 the forward saves the input alone, besides the parameters (the

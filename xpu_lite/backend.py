@@ -31,7 +31,7 @@ from .lowering import (SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, Decisi
                        ir, partition)
 from .lowering.fusion import fuse
 from .lowering.kernel_builder import Group
-from .lowering.partition import selected
+from .lowering.partition import RECOMPUTED_KEY, selected
 from .lowering.space import contiguous_strides, strides_of
 from .report import COUNTERS, GraphReport, format_table, publish
 from .runtime import DEVICE_PREFERENCE, Subgraph, load_kernel, load_wrapper, reduction_strategy
@@ -118,10 +118,24 @@ def _partition(plan: DecompPlan, gm: torch.fx.GraphModule) -> dict[str, Any]:
     what its regions computed, every other value is saved where eager saves it."""
     config = plan.config
     if not config.lite:
-        return {"partition_fn": compat.recomputing_partition()}
+        return {"partition_fn": _marking_recomputed(compat.recomputing_partition())}
     if config.compile_ops or any(in_region_meta(node.meta) for node in gm.graph.nodes):
-        return {"partition_fn": compat.recomputing_partition(lambda node: not selected(node, config))}
+        return {"partition_fn": _marking_recomputed(compat.recomputing_partition(lambda node: not selected(node, config)))}
     return {}
+
+
+def _marking_recomputed(partition_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """partition_fn, marking the backward's tensor nodes that the forward computes too (a
+    node keeps its name in both graphs) for explain() to say so."""
+    def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> tuple[torch.fx.GraphModule, ...]:
+        forward, backward = partition_fn(joint, joint_inputs, **kwargs)
+        computed = {node.name for node in forward.graph.nodes if node.op == "call_function"}
+        for node in backward.graph.nodes:
+            if node.op == "call_function" and node.name in computed and isinstance(node.meta.get("val"), torch.Tensor):
+                node.meta[RECOMPUTED_KEY] = True
+        return forward, backward
+
+    return partition
 
 
 @contextlib.contextmanager

@@ -40,6 +40,10 @@ DATA_DEPENDENT_OPS: frozenset[Any] = frozenset({aten._local_scalar_dense.default
 TENSOR_ASSERTS: frozenset[Any] = frozenset({aten._assert_async.default, aten._assert_async.msg})
 
 
+# on a backward node the forward computes too (backend._marking_recomputed): not saved, computed again
+RECOMPUTED_KEY = "xpu_lite_recomputed"
+
+
 def op_name(target: Any) -> str:
     if isinstance(target, str):
         return target
@@ -158,6 +162,12 @@ def selected(node: torch.fx.Node, config: LiteConfig) -> bool:
 
 
 def _origin(node: torch.fx.Node) -> str:
+    if node.meta.get(RECOMPUTED_KEY):
+        return "; ".join(filter(None, ("recomputed in the backward (the forward does not save it)", _traced_origin(node))))
+    return _traced_origin(node)
+
+
+def _traced_origin(node: torch.fx.Node) -> str:
     if op_by_op := (node.meta.get("custom") or {}).get(OP_BY_OP_KEY):
         return f"from {op_by_op}"  # a kept op's body, run op by op (decomp.plan._op_by_op)
     original = node.meta.get("original_aten")
