@@ -45,7 +45,8 @@ def parser(description: str, models: dict[str, Any], sizes: str, sizes_default: 
     p.add_argument(f"--{sizes}", default=sizes_default, help=f"{sizes}, one compilation for all")
     p.add_argument("--no-training", action="store_true", help="inference only")
     p.add_argument("--rtol", type=float, default=1e-5, help="default mode (and lite with compile_ops) only: relative error per tensor")
-    p.add_argument("--atol", type=float, default=1e-8, help="default mode (and lite with compile_ops) only: per element, added to rtol's bound")
+    p.add_argument("--atol", type=float, default=1e-8,
+                   help="default mode (and lite with compile_ops) only: per element, added to rtol's bound")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="an xpu_lite option (value a Python literal, else a string), repeatable")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32",
