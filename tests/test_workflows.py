@@ -231,6 +231,38 @@ def test_activation_checkpointing(device: str, mode: str) -> None:
     assert xpu_lite.counters.forward_graphs == 1
 
 
+def test_activation_checkpointing_around_a_lite_region(device: str) -> None:
+    """A checkpointed block holding a compile region, beside the block unchecked (on other
+    values: CSE would merge them), in lite mode: the cut over the region's nodes keeps the
+    user's checkpoint tags, so the step recomputes the checkpoint's eager ops as the user
+    asked and the region's values; with those tags overwritten by its MUST_SAVE it saved
+    eager's bytes."""
+    torch.manual_seed(0)
+    model = _Mlp().to(device)
+
+    def block(x: torch.Tensor) -> torch.Tensor:
+        h = model.a(x)
+        with xpu_lite.compile_region():
+            h = h.sin().sin()
+        return model.b(h).relu()
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return checkpoint(block, x, use_reentrant=False).square().sum() + block(x.cos()).sum()
+
+    compiled = _compile(loss, "lite", dynamic=True)
+    for batch in (2, 3, 5):
+        x = torch.randn(batch, 8, device=device, requires_grad=True)
+        eager_saved, expected = _saved_and_results(loss, x, held=list(model.parameters()))
+        launches = xpu_lite.counters.kernel_launches
+        saved, actual = _saved_and_results(compiled, x, held=list(model.parameters()))
+        assert xpu_lite.counters.kernel_launches > launches
+        # eager saves x, relu's output (the checkpoint's), cos(x), h, sin(h), sin(sin(h)) and relu's
+        # output; the compiled step neither the checkpoint's relu output (8 per row) nor sin(h) (16)
+        assert saved == eager_saved - (8 + 16) * batch * 4, (saved, eager_saved)
+        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
+    assert xpu_lite.counters.forward_graphs == 1
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_compiled_autograd(device: str, mode: str) -> None:
     """torch._dynamo.config.compiled_autograd: the backward that a compiled training step
