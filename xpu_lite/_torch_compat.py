@@ -100,6 +100,7 @@ def recomputing_partition(never_recomputed: Callable[[torch.fx.Node], bool] | No
 
     return partition
 
+
 # The sympy functions of size and index expressions that a Triton kernel computes as
 # PythonPrinter prints them (+, *, //, %, max, min on its int arguments); any other
 # (TruncToInt, ToFloat, ... of a scale factor's output size) is computed by the wrapper.
