@@ -407,6 +407,18 @@ def test_op_chains_pass_including_those_a_dropped_half_cast_failed(capsys) -> No
     assert "0 failed" in capsys.readouterr().out
 
 
+def test_op_chains_region_mode_alternates_eager_ops_and_kernels(capsys) -> None:
+    """--mode region: lite mode with every other op in a compile region, judged as the
+    default mode; seed 3's wrapper calls eager's ops (roll, outside) and launches kernels
+    (the region's index_select), forward and backward."""
+    from tools import op_chains
+
+    assert op_chains.main(["--seeds", "3:1", "--mode", "region", "--training", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 3: ok" in out and " -> [" in out, out[-2000:]
+    assert "torch.ops.aten.roll.default(" in out and "kernel_2_index_select[" in out and "_backward[" in out
+
+
 def test_op_chains_of_small_integers_are_exact_and_catch_a_missing_wrap(capsys, monkeypatch) -> None:
     """--ops int chains (uint8/int8/int16 arithmetic that wraps at every op) equal eager's
     exactly; without the wrap where a uint8 value is read, seed 7 (abs of an int8 round

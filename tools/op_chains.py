@@ -10,6 +10,7 @@ eager; with --training also the input's gradient.
     python tools/op_chains.py                                   # default mode, float32, seeds 0-49
     python tools/op_chains.py --seeds 100:30 --training
     python tools/op_chains.py --mode lite --training            # bitwise
+    python tools/op_chains.py --mode region --training          # lite, every other op in a region
     python tools/op_chains.py --dtype bfloat16 --training       # against float64
     python tools/op_chains.py --seeds 34:1 --show               # one program: its ops and sources
     python tools/op_chains.py --ops wide --length 8 --training  # gathers, scatters, pools, sorts, ...
@@ -17,7 +18,10 @@ eager; with --training also the input's gradient.
 
 Lite mode must be bitwise equal (NaNs equal); a gradient that differs from eager's exactly
 as aot_eager's does (AOTAutograd's trace: prod's and cumprod's zero-safe derivatives, the
-incoming gradient strided like the output) is "known", upstream's. The default mode must be
+incoming gradient strided like the output) is "known", upstream's. Region mode is lite mode
+with every other op of the chain in a compile region (eager ops and kernels alternate, and in
+training the min cut over the region's nodes decides what the backward recomputes); it is
+judged as the default mode is. The default mode must be
 within rtol = 2e-4, atol = 2e-5 of eager, or else no further from a float64 run of the same
 chain than twice eager's error (opinfo_sweep's criterion): an ill-conditioned chain (the
 argmax of a layer_norm's row sums, which are rounding noise) differs from eager without being
@@ -30,6 +34,7 @@ summary; exits 1 if anything failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import time
@@ -236,11 +241,13 @@ def _input(size: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor
     return torch.randint(info.min, info.max + 1, size, generator=generator, dtype=dtype)
 
 
-def chain(seed: int, length: int, ops_from: str = "basic") -> tuple[Callable[[torch.Tensor], torch.Tensor], list[str]]:
+def chain(seed: int, length: int, ops_from: str = "basic",
+          regions: bool = False) -> tuple[Callable[[torch.Tensor], torch.Tensor], list[str]]:
     """The program of `seed`: ops drawn against a sample of the first size, so each fits the
     dims it gets; it stops early at a 0-dim, empty or large (> 4096 elements) tensor. With
     `ops_from` "wide", 2 ops in 5 come from draw_wide (basic: the seeds' programs stay as
-    they were); "int", all from draw_int."""
+    they were); "int", all from draw_int. With `regions`, the second op, the fourth, ... run
+    in a compile region (named in brackets)."""
     rng = random.Random(seed)
     sample = _input(SIZES[0], torch.int16, seed) if ops_from == "int" else torch.randn(SIZES[0])
     ops: list[Op] = []
@@ -259,9 +266,16 @@ def chain(seed: int, length: int, ops_from: str = "basic") -> tuple[Callable[[to
         ops.append(op)
         names.append(name)
 
+    region = contextlib.nullcontext
+    if regions:
+        from xpu_lite import compile_region as region
+
+        names = [f"[{name}]" if i % 2 else name for i, name in enumerate(names)]
+
     def program(x: torch.Tensor, jitter: torch.Generator | None = None) -> torch.Tensor:
-        for op in ops:
-            x = op(x)
+        for i, op in enumerate(ops):
+            with region() if i % 2 else contextlib.nullcontext():
+                x = op(x)
             if jitter is not None and x.is_floating_point():  # see rounding_spread
                 noise = (torch.rand(x.shape, generator=jitter, dtype=torch.float64) * 2 - 1) * torch.finfo(x.dtype).eps
                 x = (x.double() * (1 + noise)).to(x.dtype)
@@ -364,10 +378,10 @@ def check(seed: int, length: int, mode: str, dtype: torch.dtype, training: bool,
     aot_eager's gradient is ours bit for bit, that difference is upstream's: known."""
     import xpu_lite
 
-    program, names = chain(seed, length, ops_from)
+    program, names = chain(seed, length, ops_from, regions=mode == "region")
     known = None
     torch._dynamo.reset()
-    compiled = torch.compile(program, backend="xpu_lite", dynamic=True, mode="lite" if mode == "lite" else None)
+    compiled = torch.compile(program, backend="xpu_lite", dynamic=True, mode=None if mode == "default" else "lite")
     for size in SIZES:
         x = _input(size, dtype, seed)
         ours, eager = (x.clone().requires_grad_(training) for _ in range(2))
@@ -421,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0:50", help="START:COUNT (default 0:50)")
     parser.add_argument("--length", type=int, default=6, help="ops per chain (default 6)")
-    parser.add_argument("--mode", choices=["default", "lite"], default="default")
+    parser.add_argument("--mode", choices=["default", "lite", "region"], default="default",
+                        help="region: lite mode with every other op in a compile region")
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8", "int8", "int16"], default="float32",
                         help="uint8/int8/int16 with --ops int")
     parser.add_argument("--training", action="store_true", help="the input's gradient too")
