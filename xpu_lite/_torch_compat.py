@@ -468,7 +468,10 @@ def override_fake_rules(rules: dict[torch._ops.OpOverload, Callable[..., Any]], 
     """Replace, for one trace, how FakeTensorMode propagates these ops (it prefers
     torch._decomp's table whenever sizes are symbolic); with `static`, also before their
     meta kernels (its op implementations, which it tries first where sizes are static). A
-    rule that returns NotImplemented leaves the call to what was there before."""
+    rule that returns NotImplemented leaves the call to what was there before. The rules
+    are entries of torch._decomp's global table while the trace runs: a module that reads
+    that table at import (Inductor's lowerings, recomputing_partition) must be imported
+    before, not inside the trace."""
     impls = fake_impls.op_implementations_dict
     saved = {op: decomposition_table.get(op) for op in rules}
     saved_impls = {op: impls.get(op) for op in rules} if static else {}

@@ -117,11 +117,10 @@ def _partition(plan: DecompPlan, gm: torch.fx.GraphModule) -> dict[str, Any]:
     cuts as the default mode does over their nodes alone: the backward's kernels recompute
     what its regions computed, every other value is saved where eager saves it."""
     config = plan.config
-    if not config.lite:
-        return {"partition_fn": _marking_recomputed(compat.recomputing_partition())}
-    if config.compile_ops or any(in_region_meta(node.meta) for node in gm.graph.nodes):
-        return {"partition_fn": _marking_recomputed(compat.recomputing_partition(lambda node: not selected(node, config)))}
-    return {}
+    if config.lite and not config.compile_ops and not any(in_region_meta(node.meta) for node in gm.graph.nodes):
+        return {}
+    never_recomputed = (lambda node: not selected(node, config)) if config.lite else None
+    return {"partition_fn": _marking_recomputed(compat.recomputing_partition(never_recomputed))}
 
 
 def _marking_recomputed(partition_fn: Callable[..., Any]) -> Callable[..., Any]:
