@@ -137,6 +137,20 @@ def test_small_integer_kernels_compile_for_cuda(captured) -> None:
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
+def test_integer_power_helper_compiles_for_cuda(captured) -> None:
+    """An integer to a tensor's power calls the source's @triton.jit helper (a static_range
+    over the exponent's bits), from a pointwise kernel and from a reduction's (persistent
+    and looped), in int64 and in the int32 small dtypes compute in."""
+    _run(lambda b, e: (b ** e, 2 ** e.to(torch.int8)), torch.randint(-9, 9, (4, 6)), torch.randint(-3, 70, (4, 6)))
+    _run(lambda b, e: (b ** e).sum(-1), torch.randint(-9, 9, (4, 6)), torch.randint(-3, 70, (4, 6)))
+    sources = [source for k in captured for source in kernel_sources(k, "gpu").values()]
+    assert len(sources) == 3 and all("@triton.jit\ndef _integer_power(" in source for source in sources), sources
+    # the helper's loop counts a constexpr's bits: on cpu no interpreter's trouble with runtime bounds
+    (pointwise,) = kernel_sources(captured[0], "interpreter").values()
+    assert "def _integer_power(" in pointwise and not runtime._RUNTIME_LOOP.search(pointwise)
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
 def test_comparison_and_division_kernels_compile_for_cuda(captured) -> None:
     """Comparisons in the operands' common dtype (float16's 0.1, an int32 compared with a
     size plus 2**32: the size arguments' int64 casts) and integer division by a tensor with

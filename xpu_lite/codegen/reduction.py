@@ -32,8 +32,9 @@ from ..lowering import ir
 from .emitter import Emitter
 from .mathfns import FLOAT32_FORMS
 from .printer import pexpr
-from .triton import (TARGET_IMPORTS, TL_DTYPE, argument_block, bounds_check, by_value_buffers, comment, interpreter_bf16, lane_index,
-                     load_text, math_table, parameters, scalar_or_compute, stored_value, used_values)
+from .triton import (TL_DTYPE, argument_block, bounds_check, by_value_buffers, comment, helper_definitions, imports,
+                     interpreter_bf16, lane_index, load_text, math_table, parameters, scalar_or_compute, stored_value,
+                     used_values)
 
 _ELEMENT, _ROW, _SCALAR = 2, 1, 0
 _NO_INDEX = "rnumel"  # an arg* lane's index before it takes an element (never a real index)
@@ -144,14 +145,14 @@ class _Source:
         strategy = "persistent: the whole row in one block" if self.persistent else "looped: the row in RBLOCK chunks"
         out = self.out
         out.line(f"# xpu_lite {k.name} ({strategy}): fused {', '.join(k.nodes)} (target: {self.target})")
-        out.line("import triton")
-        out.lines(list(TARGET_IMPORTS[self.target]))
+        out.lines(imports(k, self.target, first=("import triton",)))
         out.line()
         out.line()
         if any(isinstance(v, (ir.Reduce, ir.Scan)) and v.op == "prod" for v in k.values):
             out.lines(list(_PROD_HELPER))
             out.line()
             out.line()
+        out.lines(helper_definitions(k, self.target))
         name = f"{k.function}_{'persistent' if self.persistent else 'looped'}"
         out.line(f"def {name}({parameters(k)}):")
         with out.indent():

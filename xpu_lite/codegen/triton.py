@@ -16,7 +16,7 @@ import torch
 
 from ..lowering import ir
 from .emitter import Emitter
-from .mathfns import BF16_BY_HAND, INT_MATH, MATH, TARGET_MATH, MathTable
+from .mathfns import BF16_BY_HAND, HELPERS, INT_MATH, MATH, TARGET_MATH, MathTable
 from .printer import pexpr, pexpr_int64
 
 
@@ -79,9 +79,10 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     table = math_table(target)
     out = Emitter()
     out.line(f"# xpu_lite {kernel.name}: fused {', '.join(kernel.nodes)} (target: {target})")
-    out.lines(list(TARGET_IMPORTS[target]))
+    out.lines(imports(kernel, target))
     out.line()
     out.line()
+    out.lines(helper_definitions(kernel, target))
     out.line(f"def {kernel.function}({parameters(kernel)}):")
     with out.indent():
         if kernel.tile is None:
@@ -124,6 +125,34 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
             else:
                 out.line(f"tl.store({pointer}, {value}, mask={mask})")
     return out.text()
+
+
+# how a helper (mathfns.HELPERS) is defined for each target: the import its decorator
+# needs and the decorator. Under the interpreter, a function the kernel calls must be an
+# InterpretedFunction (what triton.jit returns where TRITON_INTERPRET=1 is set)
+HELPER_DECORATOR = {
+    "interpreter": ("from triton.runtime.interpreter import InterpretedFunction", "@InterpretedFunction"),
+    "gpu": ("import triton", "@triton.jit"),
+}
+
+
+def _helpers(kernel: ir.Kernel) -> list[str]:
+    return sorted({v.op for v in kernel.values if isinstance(v, ir.Compute)} & HELPERS.keys())
+
+
+def imports(kernel: ir.Kernel, target: str, first: tuple[str, ...] = ()) -> list[str]:
+    """The source's imports: `first` (a reduction's `import triton`), the target's, and the
+    one its helpers' decorator needs, each once."""
+    helper = (HELPER_DECORATOR[target][0],) if _helpers(kernel) else ()
+    return list(dict.fromkeys((*first, *TARGET_IMPORTS[target], *helper)))
+
+
+def helper_definitions(kernel: ir.Kernel, target: str) -> list[str]:
+    """The source lines of the helpers (mathfns.HELPERS) the kernel's math calls, each once
+    in a fixed order with the target's decorator and two blank lines after it; none for a
+    kernel that calls none."""
+    decorator = HELPER_DECORATOR[target][1]
+    return [line for op in _helpers(kernel) for line in (decorator, *HELPERS[op], "", "")]
 
 
 def used_values(kernel: ir.Kernel) -> set[int]:
@@ -254,7 +283,8 @@ def math_text(op: str, args: list[str], dtype: torch.dtype, table: MathTable, na
     `<name>_*`)."""
     entry = INT_MATH[op] if op in INT_MATH and dtype in (torch.int32, torch.int64) else table[op]
     dt = TL_DTYPE[dtype]
-    fill = lambda text: text.format(*args, dt=dt, t=f"{name}_")  # noqa: E731
+    bits = torch.iinfo(dtype).bits - dtype.is_signed if dtype in (torch.int32, torch.int64) else 0
+    fill = lambda text: text.format(*args, dt=dt, t=f"{name}_", bits=bits)  # noqa: E731
     if isinstance(entry, str):
         return [], "(" + fill(entry) + ")"
     return [f"{name}_{local} = {fill(expr)}" for local, expr in entry.steps], "(" + fill(entry.result) + ")"

@@ -1,5 +1,6 @@
 """pow in Triton: exact forms for common scalar exponents, eager's products for 3 and -2,
-exp2(y * log2|x|) with torch's rules otherwise; integers to a literal power as products."""
+exp2(y * log2|x|) with torch's rules otherwise; integers to a literal power as products,
+to a tensor's power as eager's loop over the exponent's bits."""
 from __future__ import annotations
 
 from typing import Any
@@ -51,8 +52,11 @@ def _integer_pow(b: Any, node: torch.fx.Node, x: Any, exponent: int) -> int:
 
 def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     """Exact forms for common scalar exponents; exp2(y * log2|x|) with torch's sign, NaN,
-    0 and 1 rules otherwise; integers to a literal power as products."""
+    0 and 1 rules otherwise; integers to a literal power as products, to a tensor's power as
+    eager's powi (a helper's loop over the exponent's bits)."""
     cdt, held = _out_cdt(node), scalar_dtype(node)
+    if not cdt.is_floating_point and isinstance(exponent, Ref):  # eager's powi (mathfns.HELPERS)
+        return b.compute("integer_pow", _blocks(b, node, (x, exponent), cdt), node, cdt)
     if not cdt.is_floating_point:
         return _integer_pow(b, node, x, exponent)
     if held is not None and not isinstance(exponent, Ref):  # eager's exponent in the dtype, before the exact forms
@@ -67,9 +71,9 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
 
 _FLOAT_POW = checker(FLOATS, ALL)
 _INTEGER_POW = checker(INTS + SMALL, ALL + SMALL, extra=(
-    lambda n: n.target is aten.pow.Tensor_Scalar and type(n.args[1]) is int and n.args[1] >= 0,
-    "an integer to a literal power >= 0 (an integer power of a tensor exponent is eager's loop over its bits; "
-    "a negative one, eager's error)"))
+    lambda n: n.target is not aten.pow.Tensor_Scalar or (type(n.args[1]) is int and n.args[1] >= 0),
+    "an integer to a tensor's power or to a literal one >= 0 (a negative literal one is eager's error; "
+    "a symbolic one could be either)"))
 
 
 def _pow_check(node: torch.fx.Node) -> str | None:
