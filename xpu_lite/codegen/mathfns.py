@@ -52,7 +52,7 @@ INT_MATH = {"maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})"
             "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})",
             "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
             # an integer to an integer tensor's power: eager's powi, a loop over the
-            # exponent's {bits} (31 or 63) in a helper of the kernel's source (HELPERS)
+            # exponent's bits ({bits}: 31 or 63) in a helper of the kernel's source (HELPERS)
             "integer_pow": "_integer_power({0}, {1}, {bits})"}
 # functions a kernel's source defines before the kernel where an entry calls them (the
 # loops no expression or straight-line Steps can spell), decorated as the target runs them
