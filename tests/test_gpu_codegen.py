@@ -151,6 +151,17 @@ def test_integer_power_helper_compiles_for_cuda(captured) -> None:
     _compile_for_cuda(captured, index_spans=(0, 2**31))
 
 
+def test_complex_product_kernels_compile_for_cuda(captured) -> None:
+    """torchtitan's rotary embedding of complex freqs_cis, forward and backward: products of
+    float pairs placed by a cat (decomp/complex_mul.py, lowering/complex_pairs.py)."""
+    from .test_complex import rope
+
+    freqs_cis = torch.polar(torch.ones(16, 4), torch.randn(16, 4))
+    _run(rope, torch.randn(2, 5, 3, 8, requires_grad=True), freqs_cis, backward=True)
+    assert len(captured) == 2 and all(any(n.startswith("cat") for n in k.nodes) for k in captured), [k.nodes for k in captured]
+    _compile_for_cuda(captured, index_spans=(0, 2**31))
+
+
 def test_comparison_and_division_kernels_compile_for_cuda(captured) -> None:
     """Comparisons in the operands' common dtype (float16's 0.1, an int32 compared with a
     size plus 2**32: the size arguments' int64 casts) and integer division by a tensor with

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _torch_compat as compat
-from . import grid_sample, half_steps, layouts, normalization, scatters, search, upsample
+from . import complex_mul, grid_sample, half_steps, layouts, normalization, scatters, search, upsample
 
 aten = torch.ops.aten
 
@@ -223,6 +223,13 @@ _OWN_DECOMPOSITIONS: dict[torch._ops.OpOverload, tuple[Callable[..., Any], str]]
     aten.native_group_norm_backward.default: (normalization.native_group_norm_backward,
                                               "group_norm's backward with 1 / (HxW * channels per group) a float32 "
                                               "tensor where sizes are symbolic, as eager's kernels: no float64 host ops"),
+    aten.mul.Tensor: (complex_mul.mul, "mul of complex64 tensors as eager's formula on their float32 (real, imaginary) "
+                                       "pairs, one kernel with its neighbours (decomp/complex_mul.py); a real product "
+                                       "keeps the op"),
+    aten.add.Tensor: (complex_mul.add, "add of complex64 tensors as the sum of their float32 pairs (decomp/complex_mul.py); "
+                                       "a real sum keeps the op"),
+    aten.sub.Tensor: (complex_mul.sub, "sub of complex64 tensors as the difference of their float32 pairs "
+                                       "(decomp/complex_mul.py); a real difference keeps the op"),
     aten.view_copy.default: (_view_copy, "view_copy as a contiguous clone, viewed: a copy kernel (eager reshapes where "
                                          "no view addresses the input's strides)"),
 }

@@ -15,6 +15,7 @@ from .. import _torch_compat as compat
 from ..config import LiteConfig
 from ..decomp import OP_BY_OP_KEY, DecompPlan, in_region_meta, is_random, own_decomposition_reason
 from ..runtime import DEVICE_PREFERENCE
+from .complex_pairs import float_pairs
 from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
 from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
@@ -53,9 +54,11 @@ def op_name(target: Any) -> str:
 
 
 def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str) -> dict[str, Decision]:
-    """Decide every node. First, selected splits become one slice per output and views whose
-    traced values went stale are traced again (views.py: both edit the graph)."""
+    """Decide every node. First, selected splits become one slice per output, selected
+    complex views read as floats become views of float pairs (complex_pairs.py) and views
+    whose traced values went stale are traced again (views.py): each edits the graph."""
     slices_for_splits(gm, lambda node: node.target not in plan.kept and selected(node, plan.config))
+    float_pairs(gm, lambda node: node.target not in plan.kept and selected(node, plan.config))
     retrace_stale_views(gm)
     return {
         node.name: decide(node, plan.config, plan.kept, device_type)
