@@ -1,4 +1,5 @@
-"""Fused pointwise, view-heavy, head-merging, transposing (tiled), pooling and flex attention kernels (default mode, dynamic=True):
+"""Fused pointwise, view-heavy, head-merging, rotary (real and complex), transposing (tiled), pooling and flex attention kernels
+(default mode, dynamic=True):
 kernels per graph and per-call time against eager, aot_eager and Inductor, side by side in
 one process.
 
@@ -147,6 +148,26 @@ def copy_bandwidth(device: torch.device) -> float:
     return 2 * x.numel() * 4 / seconds
 
 
+def complex_rotary(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+    """torchtitan's rotary embedding: complex64 products of view_as_complex(x.float()) and
+    freqs_cis, back to x's dtype. Inductor runs the complex product eagerly; xpu_lite
+    computes it on float pairs (decomp/complex_mul.py, since 2026-12-01)."""
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    freqs = freqs_cis[: x.shape[1]].view(1, x.shape[1], 1, xc.shape[-1])
+    return torch.view_as_real(xc * freqs).flatten(3).type_as(x)
+
+
+def _complex_rotary_inputs(device: torch.device, gpu: bool) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(x, freqs_cis): bfloat16 (batch 8, 16 heads of 128) on a GPU, float32 on cpu."""
+    b, h, d, dtype = (8, 16, 128, torch.bfloat16) if gpu else (2, 3, 8, torch.float32)
+    inputs = []
+    for m in (1, 2, 3, 4):
+        seq = 256 * m if gpu else 6 * m  # (no length equal to another dim: one symbol each)
+        freqs_cis = torch.polar(torch.ones(seq, d // 2, device=device), torch.randn(seq, d // 2, device=device))
+        inputs.append((torch.randn(b, seq, h, d, device=device).to(dtype), freqs_cis))
+    return inputs
+
+
 def nbytes(args: tuple[torch.Tensor, ...], out: torch.Tensor | tuple[torch.Tensor, ...]) -> int:
     outs = out if isinstance(out, tuple) else (out,)
     return sum(t.numel() * t.element_size() for t in (*args, *outs) if isinstance(t, torch.Tensor))  # not a block mask
@@ -176,6 +197,7 @@ def main() -> int:
         ("rotary + head merge", rotary_merge,
          [tuple(torch.randn(*shape, device=device) for shape in (((8, 16, 256 * m, 64), (256 * m, 64), (256 * m, 64)) if gpu else
                                                                  ((2, 3, 8 * m, 4), (8 * m, 4), (8 * m, 4)))) for m in (1, 2, 3, 4)]),
+        ("complex rotary", complex_rotary, _complex_rotary_inputs(device, gpu)),
         ("NHWC to NCHW copy", nhwc_to_nchw, [(torch.randn(*((16, 24 * m, 64, 128) if gpu else (3, 12 * m, 10, 20)), device=device),)
                                              for m in (1, 2, 4, 8)]),
         ("pooling windows", pooling_windows, [(torch.randn(*((32, 64, 28 * m, 28 * m) if gpu else (2, 4, 7 * m, 7 * m)),
