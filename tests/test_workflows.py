@@ -550,7 +550,9 @@ def test_torch_func_transforms_inside_the_function(device: str, mode: str) -> No
 @pytest.mark.parametrize("mode", MODES)
 def test_complex_tensors(device: str, mode: str) -> None:
     """Complex inputs and outputs, fft, view_as_real: complex dtypes are no kernel dtype, so
-    the default mode runs those nodes eagerly (with a reason) and still matches."""
+    the default mode runs fft and abs eagerly (with a reason), and computes the product
+    with a conjugate on float pairs (decomp/complex_mul.py, tests/test_complex.py); it still
+    matches."""
     def f(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         spectrum = torch.fft.fft(z * z.conj())
         return spectrum, torch.view_as_real(spectrum).sum(-1) + z.abs()
