@@ -1,4 +1,4 @@
-"""Complex products in regions as float math on (real, imaginary) pairs.
+"""Complex products and sums in regions as float math on (real, imaginary) pairs.
 
 Kernels compute real dtypes only, so `x * y` of complex64 tensors (the rotary embedding of
 LLaMA's reference code and torchtitan: `view_as_complex(q) * freqs_cis`) was an eager call
@@ -7,14 +7,17 @@ is eager's formula on the float32 views of its operands, `view_as_real`:
 
     (a + bi)(c + di) = (ac - bd) + (ad + bc)i
 
-each product rounded, then one add (eager's cpu kernels: Vectorized<complex<float>>'s
-products and hsub; a real operand is a complex one with imaginary part +0.0, as
-TensorIterator promotes it), stacked on a last dim of 2 and viewed as complex again. The
-complex views between `view_as_complex` and `view_as_real` are then replaced by views of
-the float pairs (lowering/complex_pairs.py), so that the product fuses with its neighbours.
-An operand with its conjugate bit set (the backward's `grad * other.conj()`) is read as its
-conjugate's pair with the imaginary part negated. Other dtypes (complex32, complex128),
-and operands on two devices (a cpu scalar), keep the op.
+each product rounded, then one add, as eager's vectorized cpu body computes it
+(Vectorized<complex<float>>'s products and hsub; its scalar loop, over rows shorter than
+two vectors and their tails, contracts to fma(a, c, -(b * d)): an ulp apart there). A
+real operand is a complex one with imaginary part +0.0, as TensorIterator promotes it.
+The parts are placed by a cat on a last dim of 2 and viewed as complex again; a sum or a
+difference is the float op of the pairs (exact). The complex views between
+`view_as_complex` and `view_as_real` are then replaced by views of the float pairs
+(lowering/complex_pairs.py), so that the product fuses with its neighbours. An operand
+with its conjugate bit set (the backward's `grad * other.conj()`) is read as its data's
+pairs with the imaginary part negated. Other dtypes (complex32, complex128), and operands
+on two devices (a cpu scalar), keep the op.
 """
 from __future__ import annotations
 
