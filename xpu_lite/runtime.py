@@ -264,7 +264,7 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
 
 
 # a loop over a row whose length is a kernel argument (looped reductions and scans); not
-# a helper's over a constexpr count (mathfns.HELPERS' BITS: a Python int in the interpreter)
+# a helper's over a constexpr count (codegen/helpers.py's BITS: a Python int in the interpreter)
 _RUNTIME_LOOP = re.compile(r"^\s*for \w+ in (?:tl\.)?range\((?!BITS\))", re.MULTILINE)
 _LOOP_PROBE = """import triton.language as tl
 

@@ -52,24 +52,8 @@ INT_MATH = {"maximum": "tl.maximum({0}, {1})", "minimum": "tl.minimum({0}, {1})"
             "clamp_min": "tl.maximum({0}, {1})", "clamp_max": "tl.minimum({0}, {1})",
             "fmax": "tl.maximum({0}, {1})", "fmin": "tl.minimum({0}, {1})",
             # an integer to an integer tensor's power: eager's powi, a loop over the
-            # exponent's bits ({bits}: 31 or 63) in a helper of the kernel's source (HELPERS)
+            # exponent's bits ({bits}: 31 or 63) in a helper of the kernel's source (helpers.py)
             "integer_pow": "_integer_power({0}, {1}, {bits})"}
-# functions a kernel's source defines before the kernel where an entry calls them (the
-# loops no expression or straight-line Steps can spell), decorated as the target runs them
-HELPERS = {"integer_pow": (
-    "def _integer_power(base, exponent, BITS: tl.constexpr):",
-    "    # eager's powi: square and multiply over the exponent's bits, each product wrapping as",
-    "    # eager's; to a negative power 1 is 1, -1 is 1 or -1 (even or odd) and the rest 0",
-    "    base, exponent = tl.broadcast(base, exponent)",
-    "    result = tl.full(base.shape, 1, base.dtype)",
-    "    square, bits = base, exponent",
-    "    for _ in range(BITS):",
-    "        result = tl.where((bits & 1) != 0, result * square, result)",
-    "        square, bits = square * square, bits >> 1",
-    "    odd = (exponent & 1) != 0",
-    "    negative = tl.where(base == 1, 1, tl.where(base == -1, tl.where(odd, -1, 1), 0)).to(base.dtype)",
-    "    return tl.where(exponent < 0, negative, result)",
-)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,8 @@ import torch
 
 from ..lowering import ir
 from .emitter import Emitter
-from .mathfns import BF16_BY_HAND, HELPERS, INT_MATH, MATH, TARGET_MATH, MathTable
+from .helpers import HELPER_DECORATOR, HELPERS
+from .mathfns import BF16_BY_HAND, INT_MATH, MATH, TARGET_MATH, MathTable
 from .printer import pexpr, pexpr_int64
 
 
@@ -127,15 +128,6 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
     return out.text()
 
 
-# how a helper (mathfns.HELPERS) is defined for each target: the import its decorator
-# needs and the decorator. Under the interpreter, a function the kernel calls must be an
-# InterpretedFunction (what triton.jit returns where TRITON_INTERPRET=1 is set)
-HELPER_DECORATOR = {
-    "interpreter": ("from triton.runtime.interpreter import InterpretedFunction", "@InterpretedFunction"),
-    "gpu": ("import triton", "@triton.jit"),
-}
-
-
 def _helpers(kernel: ir.Kernel) -> list[str]:
     return sorted({v.op for v in kernel.values if isinstance(v, ir.Compute)} & HELPERS.keys())
 
@@ -148,7 +140,7 @@ def imports(kernel: ir.Kernel, target: str, first: tuple[str, ...] = ()) -> list
 
 
 def helper_definitions(kernel: ir.Kernel, target: str) -> list[str]:
-    """The source lines of the helpers (mathfns.HELPERS) the kernel's math calls, each once
+    """The source lines of the helpers (helpers.HELPERS) the kernel's math calls, each once
     in a fixed order with the target's decorator and two blank lines after it; none for a
     kernel that calls none."""
     decorator = HELPER_DECORATOR[target][1]
