@@ -16,9 +16,9 @@ from .._torch_compat import provably_equal, sym_expr
 from ..held_values import held_value
 from . import ir
 from .registry import LOWERINGS
-from .space import (Space, broadcast_coords, choose_tile, coords_as, flat_coords, index_expr, permute_dims, reshaped_coords,
-                    same_elements_shape, same_shape, sizes_of, slice_map, space_coords, strides_of, tiled_index, unpermuted,
-                    view_root)
+from .space import (Space, broadcast_coords, choose_tile, coords_as, flat_coords, index_expr, last_dim_split, permute_dims,
+                    reshaped_coords, same_elements_shape, same_shape, sizes_of, slice_map, space_coords, strides_of,
+                    tiled_index, unpermuted, view_root)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,13 +174,17 @@ class KernelBuilder:
     def _recompute(self, node: torch.fx.Node, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
         """A pointwise producer's element at `coords`: its rule on its inputs' elements there
         (broadcast), loaded under `mask`, or computed so where inlined too. A slice or a
-        permute of one is its input's element at the mapped coordinates."""
-        if (sliced := slice_map(node)) is not None or (dims := permute_dims(node)) is not None:
+        permute of one, or a reshape splitting its last dim, is its input's element at the
+        mapped coordinates."""
+        sliced, dims, split = slice_map(node), permute_dims(node), last_dim_split(node)
+        if sliced is not None or dims is not None or split is not None:
             if sliced is not None:
                 d, start, step = sliced
                 at = coords[:d] + (self.wrapper_size(start) + coords[d] * self.wrapper_size(step),) + coords[d + 1:]
-            else:
+            elif dims is not None:
                 at = unpermuted(dims, coords)
+            else:
+                at = coords[:-2] + (coords[-2] * self.wrapper_size(split) + coords[-1],)
             source = node.args[0]
             return self._recompute(source, at, mask) if source in self.inlined else self.gather(source, at, mask)
         sizes, operands = sizes_of(node), []

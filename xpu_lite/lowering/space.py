@@ -247,10 +247,25 @@ def keeps_last_dim(view: torch.fx.Node) -> bool:
     return dims is not None and dims[-1] == len(dims) - 1
 
 
+_RESHAPES = frozenset({torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default})
+
+
+def last_dim_split(view: torch.fx.Node) -> sympy.Expr | None:
+    """q where a reshape splits its input's last dim n into (n / q, q), the other dims as
+    they are (`view_as_complex`'s `x.reshape(..., -1, 2)`): its element (..., k, j) is its
+    input's (..., k * q + j). None for another view."""
+    if view.target not in _RESHAPES or not isinstance(view.args[0], torch.fx.Node):
+        return None
+    sizes, source = sizes_of(view), sizes_of(view.args[0])
+    if len(sizes) != len(source) + 1 or sizes[:-2] != source[:-1] or not provably_equal(sizes[-2] * sizes[-1], source[-1], view.meta["val"]):
+        return None
+    return sizes[-1]
+
+
 def maps_coordinates(view: torch.fx.Node) -> bool:
-    """A slice, or a permute that keeps the last dim: KernelBuilder._recompute maps an
-    element's coordinates through it to its input's."""
-    return slice_map(view) is not None or keeps_last_dim(view)
+    """A slice, a permute that keeps the last dim, or a reshape that splits the last dim:
+    KernelBuilder._recompute maps an element's coordinates through it to its input's."""
+    return slice_map(view) is not None or keeps_last_dim(view) or last_dim_split(view) is not None
 
 
 def mapped_root(view: torch.fx.Node, is_view: Any) -> torch.fx.Node | None:
