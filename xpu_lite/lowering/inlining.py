@@ -29,9 +29,10 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
     kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
     rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
     before its embedding; a slice, permute or last-dim split is its input at mapped
-    positions, space.slice_map, space.permute_dims, space.last_dim_split). A placing op (LOWERINGS.places: rotate_half's cat in llama's keys,
-    read by a product the KV cache's cat computes) is one too, computed at the reader's
-    coordinates (KernelBuilder.placed_at). The list holds those views too. The reader's
+    positions, space.slice_map, space.permute_dims, space.last_dim_split). A placing op
+    (LOWERINGS.places: rotate_half's cat in llama's keys, read by a product the KV
+    cache's cat computes) is one too, computed at the reader's coordinates
+    (KernelBuilder.placed_at). The list holds those views too. The reader's
     kernel may not compute those inputs itself (_loaded_roots), and nothing between the
     producer and the reader writes a tensor: the inputs are read when the reader runs."""
     def kernel(node: torch.fx.Node) -> bool:
@@ -81,10 +82,10 @@ def _only_gathered(user: torch.fx.Node, node: torch.fx.Node) -> bool:
 
 
 def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
-    """Whether the pointwise `user` reads `view`, slices, permutes and last-dim splits of a pointwise producer
-    (space.mapped_root), only as an operand it computes on (not a gathered, unread or
-    keyword argument): user's kernel computes the producer's element at the coordinates the
-    views map the element to (KernelBuilder._recompute). `y.transpose(1, 2).contiguous()`
+    """Whether the pointwise `user` reads `view`, slices, permutes and last-dim splits of a
+    pointwise producer (space.mapped_root), only as an operand it computes on (not a
+    gathered, unread or keyword argument): user's kernel computes the producer's element
+    at the coordinates the views map the element to (KernelBuilder._recompute). `y.transpose(1, 2).contiguous()`
     of a pointwise y (attention's head merge after rotary embeddings' gradient) is one
     kernel: y is never stored."""
     source = mapped_root(view, lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW)
