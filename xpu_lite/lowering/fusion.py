@@ -15,8 +15,8 @@ group of its own that stores into its input's buffer (scatter.py). An adaptive p
 reduction over a space of its own: its result's elements times a bound on their windows
 (adaptive.py); consumers of its rows join it. A pointwise producer or placing op that
 only placing ops and pools read, or pointwise ops through slices, permutes and reshapes
-that split the last dim (inlined_producers), is in no run: each reader's kernel computes it where it reads it,
-and it is never stored.
+that split the last dim (inlined_producers), is in no run: each reader's kernel
+computes it where it reads it, and it is never stored.
 """
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
     """Pointwise kernel nodes that only rules which gather them at positions of their own
     read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
     index tensor), or pointwise ops through slices, permutes and last-dim splits
-    (_computed_through), or
-    other such producers, or those views of them: each reader computes the producer's
+    (_computed_through), or other such producers, or those views of them: each reader
+    computes the producer's
     element where it reads it, from the producer's inputs loaded there, rather than a
     kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
     rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
@@ -85,9 +85,9 @@ def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[
     """Whether the pointwise `user` reads `view`, slices, permutes and last-dim splits of a
     pointwise producer (space.mapped_root), only as an operand it computes on (not a
     gathered, unread or keyword argument): user's kernel computes the producer's element
-    at the coordinates the views map the element to (KernelBuilder._recompute). `y.transpose(1, 2).contiguous()`
-    of a pointwise y (attention's head merge after rotary embeddings' gradient) is one
-    kernel: y is never stored."""
+    at the coordinates the views map the element to (KernelBuilder._recompute).
+    `y.transpose(1, 2).contiguous()` of a pointwise y (attention's head merge after rotary
+    embeddings' gradient) is one kernel: y is never stored."""
     source = mapped_root(view, lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW)
     decision = decisions.get(source.name) if source is not None else None
     if not (LOWERINGS.pointwise(user) and decision is not None and decision.kind is DecisionKind.KERNEL
