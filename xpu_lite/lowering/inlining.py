@@ -24,9 +24,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
     read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
     index tensor), or pointwise ops through slices, permutes and last-dim splits
     (_computed_through), or other such producers, or those views of them: each reader
-    computes the producer's
-    element where it reads it, from the producer's inputs loaded there, rather than a
-    kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
+    computes the producer's element where it reads it, from the producer's inputs loaded
+    there, rather than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
     rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
     before its embedding; a slice, permute or last-dim split is its input at mapped
     positions, space.slice_map, space.permute_dims, space.last_dim_split). A placing op
