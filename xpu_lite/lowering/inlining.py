@@ -20,20 +20,20 @@ aten = torch.ops.aten
 
 
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
-    """Pointwise kernel nodes that only rules which gather them at positions of their own
-    read (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's
-    index tensor), or pointwise ops through slices, permutes and last-dim splits
+    """Pointwise kernel nodes that only rules which gather them at positions of their own read
+    (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's index
+    tensor), or pointwise ops through slices, permutes and last-dim splits
     (_computed_through), or other such producers, or those views of them: each reader
     computes the producer's element where it reads it, from the producer's inputs loaded
-    there, rather than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`, rotary embeddings'
-    rotate_half, and in its gradient the slices of `grad * sin`; OPT's `positions + 2`
-    before its embedding; a slice, permute or last-dim split is its input at mapped
-    positions, space.slice_map, space.permute_dims, space.last_dim_split). A placing op
-    (LOWERINGS.places: rotate_half's cat in llama's keys, read by a product the KV
+    there, rather than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`,
+    rotary embeddings' rotate_half, and in its gradient the slices of `grad * sin`; OPT's
+    `positions + 2` before its embedding; a slice, permute or last-dim split is its input at
+    mapped positions, space.slice_map, space.permute_dims, space.last_dim_split). A placing
+    op (LOWERINGS.places: rotate_half's cat in llama's keys, read by a product the KV
     cache's cat computes) is one too, computed at the reader's coordinates
-    (KernelBuilder.placed_at). The list holds those views too. The reader's
-    kernel may not compute those inputs itself (_loaded_roots), and nothing between the
-    producer and the reader writes a tensor: the inputs are read when the reader runs."""
+    (KernelBuilder.placed_at). The list holds those views too. The reader's kernel may not
+    compute those inputs itself (_loaded_roots), and nothing between the producer and the
+    reader writes a tensor: the inputs are read when the reader runs."""
     def kernel(node: torch.fx.Node) -> bool:
         return node.name in decisions and decisions[node.name].kind is DecisionKind.KERNEL
 
