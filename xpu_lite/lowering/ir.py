@@ -276,11 +276,16 @@ def lifted_symbol(kernel: str, i: int, integer: bool = True) -> sympy.Symbol:
 def lift_sizes(kernel: Kernel) -> Kernel:
     """The kernel with each size subexpression Triton cannot compute (outside
     KERNEL_INDEX_FUNCS, such as TruncToInt(1.7*ToFloat(s0)), an interpolate output size)
-    replaced by a new size argument, `<kernel>_size<i>`, that the wrapper computes."""
+    replaced by a size argument, `<kernel>_size<i>`, that the wrapper computes: a new one,
+    or the one a rule lifted for the same expression (KernelBuilder.wrapper_size), which
+    the index math elsewhere in the kernel may hold unlifted too."""
     lifted: dict[sympy.Expr, sympy.Symbol] = {e: s for s, e in kernel.lifted}  # a rule's own (KernelBuilder.lifted)
     in_kernel = INDEX_SYMBOLS | kernel.value_symbols()
 
+    found = False  # a subexpression to replace: a new one, or one a rule lifted already
+
     def visit(expr: sympy.Expr) -> None:
+        nonlocal found
         if expr.is_Atom:
             return
         positive_power = not expr.is_Pow or (expr.exp.is_Integer and expr.exp > 0)  # s0**2 prints as s0*s0
@@ -293,12 +298,14 @@ def lift_sizes(kernel: Kernel) -> Kernel:
                 visit(arg)
         elif expr.free_symbols & in_kernel:
             raise IRError(f"{kernel.name}: index expression {expr} is not computable in a kernel")
-        elif expr not in lifted:
-            lifted[expr] = lifted_symbol(kernel.name, len(lifted))
+        else:
+            found = True
+            if expr not in lifted:
+                lifted[expr] = lifted_symbol(kernel.name, len(lifted))
 
     for expr in kernel.kernel_exprs():
         visit(expr)
-    if len(lifted) == len(kernel.lifted):
+    if not found:
         return kernel
 
     def sub(expr: sympy.Expr) -> sympy.Expr:

@@ -257,7 +257,7 @@ def last_dim_split(view: torch.fx.Node) -> sympy.Expr | None:
     if view.target not in _RESHAPES or not isinstance(view.args[0], torch.fx.Node):
         return None
     sizes, source = sizes_of(view), sizes_of(view.args[0])
-    if len(sizes) != len(source) + 1 or sizes[:-2] != source[:-1]:
+    if not source or len(sizes) != len(source) + 1 or sizes[:-2] != source[:-1]:
         return None
     if not provably_equal(sizes[-2] * sizes[-1], source[-1], view.meta["val"]):
         return None
