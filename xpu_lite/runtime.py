@@ -264,8 +264,9 @@ def load_kernel(name: str, source: str, device_type: str, signature: dict[str, s
 
 
 # a loop over a row whose length is a kernel argument (looped reductions and scans); not
-# a helper's over a constexpr count (codegen/helpers.py's BITS: a Python int in the interpreter)
-_RUNTIME_LOOP = re.compile(r"^\s*for \w+ in (?:tl\.)?range\((?!BITS\))", re.MULTILINE)
+# one over a constexpr count, by convention an upper-case name (codegen/helpers.py's BITS:
+# a Python int in the interpreter)
+_RUNTIME_LOOP = re.compile(r"^\s*for \w+ in (?:tl\.)?range\((?![A-Z_]+\))", re.MULTILINE)
 _LOOP_PROBE = """import triton.language as tl
 
 

@@ -1,7 +1,7 @@
 """Complex views as views of float pairs, so that kernels read complex values as floats.
 
 Regions compute a complex product on the float32 views of its operands
-(decomp/complex_mul.py): `view_as_real(x)`, float math, `view_as_complex(stack(...))`.
+(decomp/complex_mul.py): `view_as_real(x)`, float math, `view_as_complex(cat(...))`.
 Between a `view_as_complex` and the next `view_as_real` the values are complex views
 (reshapes, broadcasts, slices, permutes of a complex tensor), which no kernel reads:
 each was an eager call, and each product a kernel of its own. `float_pairs` replaces

@@ -55,7 +55,7 @@ def _pow(b: Any, node: torch.fx.Node, x: Any, exponent: Any) -> int:
     0 and 1 rules otherwise; integers to a literal power as products, to a tensor's power as
     eager's powi (a helper's loop over the exponent's bits)."""
     cdt, held = _out_cdt(node), scalar_dtype(node)
-    if not cdt.is_floating_point and isinstance(exponent, Ref):  # eager's powi (mathfns.HELPERS)
+    if not cdt.is_floating_point and isinstance(exponent, Ref):  # eager's powi (codegen/helpers.py)
         return b.compute("integer_pow", _blocks(b, node, (x, exponent), cdt), node, cdt)
     if not cdt.is_floating_point:
         return _integer_pow(b, node, x, exponent)

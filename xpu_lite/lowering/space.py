@@ -247,7 +247,7 @@ def keeps_last_dim(view: torch.fx.Node) -> bool:
     return dims is not None and dims[-1] == len(dims) - 1
 
 
-_RESHAPES = frozenset({torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default})
+_RESHAPES = frozenset({aten.view.default, aten._unsafe_view.default, aten.reshape.default})
 
 
 def last_dim_split(view: torch.fx.Node) -> sympy.Expr | None:
