@@ -537,7 +537,8 @@ def test_a_producer_only_placing_ops_read_is_computed_where_they_read_it(device:
 
     rotary_forward, rotary_backward, placed = (where(r, labels) for r, labels in zip(reports, inlined, strict=True))
     assert rotary_forward == {("neg", "kernel_0", ("cat",))}, inlined[0]
-    assert rotary_backward == {("mul", "kernel_0", ("neg", "slice_scatter")), ("neg", "kernel_0", ("slice_scatter",))}, inlined[1]
+    assert rotary_backward == {("mul", "kernel_0", ("neg", "slice_scatter")), ("neg", "kernel_0", ("slice_scatter",)),
+                               ("full", "kernel_0", ("slice_scatter", "slice_scatter"))}, inlined[1]  # the zeros: a fill
     assert placed == {("add", "kernel_0", ("constant_pad_nd",)), ("mul", "kernel_1", ("cat",)), ("mul", "kernel_2", ("flip",)),
                       ("mul", "kernel_3", ("sub",)), ("sub", "kernel_3", ("repeat",)),  # a chain of producers
                       ("reciprocal", "kernel_4", ("mul",)), ("mul", "kernel_4", ("constant_pad_nd",)),
@@ -596,6 +597,46 @@ def test_a_placing_op_two_kernels_read_is_computed_in_both_and_explain_names_bot
     assert re.fullmatch(r"kernel_0 \(computed where max_pool2d_with_indices reads it: not stored\); "
                         r"kernel_1 \(computed where flip reads it: not stored\)", pad), pad
     assert not any("torch.ops.aten" in r.source for r in reports), [r.source for r in reports]
+
+
+def test_a_fill_is_computed_where_it_is_read_never_stored(device: str) -> None:
+    """A fill (`full`: the same value at every coordinate, nothing loaded) that pointwise
+    and placing ops read is computed in each reader's kernel and never stored
+    (inlining._filled_in). In training, `hidden[:, -k:]` (a causal LM's logits_to_keep) has
+    slice_backward's zeros as the base of two slice_scatters, one inlined into the other:
+    the zeros were a kernel of their own, stored and loaded back, an activation's size in
+    every training step. A transposing kernel reading a fill stays tiled; where an eager
+    op or a scatter reads the fill it is stored, as they read memory."""
+    def keep_last(h, w, W):
+        return ((h * w)[:, -3:] @ W).sum()
+
+    def transposed(x):
+        return x.t().contiguous() * 2 + torch.full((x.shape[1], x.shape[0]), 0.5, device=x.device)
+
+    def read_by_eager_and_scatter(x, W, index):
+        z = torch.zeros(x.shape[0], 4, device=x.device)
+        return z + x[:, :4], z @ W, torch.zeros(x.shape[0], device=x.device).index_add(0, index, x[:, 0])
+
+    compiled = [torch.compile(f, backend="xpu_lite", dynamic=True) for f in (keep_last, transposed, read_by_eager_and_scatter)]
+    with capture() as reports:
+        for n in (5, 7):
+            h, w, W = torch.randn(2, n, 8, device=device, requires_grad=True), torch.randn(8, device=device), torch.randn(8, 3, device=device)
+            w.requires_grad_(True)
+            ours, eagers = (torch.autograd.grad(f(h, w, W), (h, w)) for f in (compiled[0], keep_last))
+            torch.testing.assert_close(ours, eagers, rtol=1e-5, atol=1e-6)  # w's gradient sums in another order
+            x = torch.randn(n, 6, device=device)
+            assert_bitwise(compiled[1](x), transposed(x))
+            index = torch.tensor([n - 1, 0, 1] * 2 + [0] * (n - 6), device=device)[:n]
+            assert_bitwise(compiled[2](x, torch.randn(4, 2, device=device), index)[0::2],
+                           read_by_eager_and_scatter(x, torch.randn(4, 2, device=device), index)[0::2])
+    fills = {r.name: [d.kernel for d in r.decisions if d.op == "aten.full.default"] for r in reports}
+    backward = next(r for r in reports if r.kind == "backward")
+    assert fills[backward.name] and all("not stored" in k for k in fills[backward.name]), fills
+    assert backward.source.count("torch.empty_strided") == 2, backward.source  # the two gradients, no zeros
+    transposing, eager_read = next(r for r in reports if r.kind == "inference"), reports[-1]
+    assert any("tiled" in d.kernel for d in transposing.decisions), [d.kernel for d in transposing.decisions]
+    assert fills[transposing.name] and all("not stored" in k for k in fills[transposing.name]), fills
+    assert len(fills[eager_read.name]) == 2 and not any("not stored" in k for k in fills[eager_read.name]), fills
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])

@@ -59,7 +59,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
                 continue  # reads sizes only, computed from the inputs' symbols
             if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
-            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions)):
+            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions) or _filled_in(user, node)):
                 readers.append(position[user])
             else:
                 break
@@ -92,10 +92,25 @@ def _computed_through(user: torch.fx.Node, view: torch.fx.Node, decisions: dict[
     if not (LOWERINGS.pointwise(user) and decision is not None and decision.kind is DecisionKind.KERNEL
             and (LOWERINGS.pointwise(source) or LOWERINGS.places(source))):
         return False  # a view of an input or an eager call's result is loaded as it is
+    return _read_as_operand(user, view)
+
+
+def _read_as_operand(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether `user` reads `node` only as an operand its rule computes on, at the element's
+    own coordinates (broadcast): not as a tensor it gathers, an unread or a keyword argument."""
     skipped = set(LOWERINGS.unread(user)) | set(LOWERINGS.gathers(user))
-    return (any(arg is view for p, arg in enumerate(user.args) if p not in skipped)
-            and not any(arg is view or isinstance(arg, (list, tuple)) and view in arg for p, arg in enumerate(user.args) if p in skipped)
-            and view not in user.kwargs.values())
+    return (any(arg is node for p, arg in enumerate(user.args) if p not in skipped)
+            and not any(arg is node or isinstance(arg, (list, tuple)) and node in arg for p, arg in enumerate(user.args) if p in skipped)
+            and node not in user.kwargs.values())
+
+
+def _filled_in(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether the pointwise or placing `user` reads the fill `node` (LOWERINGS.fills) as an
+    operand: it computes the fill where it reads it, and no kernel stores it. The zeros of
+    slice_backward, the base of a slice_scatter that an inlined slice_scatter of the same
+    zeros reads (every causal LM's `hidden[:, -k:]` in training), were stored by a kernel of
+    their own and loaded back."""
+    return LOWERINGS.fills(node) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user)) and _read_as_operand(user, node)
 
 
 SIZE_READS = frozenset({aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default})

@@ -485,15 +485,15 @@ def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.N
     or a member computes a view of a producer at its coordinates (inlining.inlined_producers)."""
     if space.rdims or any(sizes_of(n) not in (space.sizes, ()) for n in members) or any(map(LOWERINGS.reads_coordinates, members)):
         return None
-    if any(arg in inlined and arg not in LOWERINGS.gathered(node) for node in members for arg in node.all_input_nodes):
+    if any(arg in inlined and arg not in LOWERINGS.gathered(node) and not LOWERINGS.fills(arg) for node in members for arg in node.all_input_nodes):
         return None
     reads = []
     for node in members:
         unread = {node.args[i] for i in LOWERINGS.unread(node)}
         for arg in node.all_input_nodes:
             val = arg.meta.get("val")
-            if arg in unread:
-                continue
+            if arg in unread or arg in inlined and LOWERINGS.fills(arg):
+                continue  # not read, or a fill computed from nothing loaded
             if arg not in member_set and view_root(arg, is_view) not in member_set and isinstance(val, torch.Tensor):
                 reads.append((sizes_of(arg), strides_of(val)))
     writes = [(sizes_of(n), strides_of(n.meta["val"])) for n in stored]

@@ -155,6 +155,11 @@ class LoweringRegistry:
         return (entry is not None and not entry.coordinates and entry.reduces is None and entry.scatter is None
                 and entry.space is None)
 
+    def fills(self, node: torch.fx.Node) -> bool:
+        """Whether node is pointwise and reads no tensor (`full`): its element is the same at
+        any coordinates, computed in a kernel from nothing loaded."""
+        return self.pointwise(node) and not any(isinstance(a.meta.get("val"), torch.Tensor) for a in node.all_input_nodes)
+
     def gathered(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """The tensors node's rule loads itself (a list argument's each)."""
         return _tensors_at(node, self.gathers(node))
