@@ -137,6 +137,46 @@ def test_training_gradients_through_scatters_are_kernels() -> None:
     assert "aten.scatter.value" in _kernel_ops(reports)
 
 
+def test_a_scatters_values_are_computed_in_its_kernel(device: str) -> None:
+    """A pointwise producer that only a scatter reads, as its values (index_put) or source
+    (scatter_add), is computed in the scatter's kernel where it reads it, never stored: in
+    embedding's backward with a padding_idx the gradient masked by `where` (every
+    language model's training step: a tokens x dim buffer written and read back). A
+    producer something else reads too is stored. On cpu bitwise eager's (the interpreter
+    adds in index order); on a GPU the atomics add in any order."""
+    def lookups(w, i):
+        return (F.embedding(i, w, padding_idx=0) * 3).sum()
+
+    def scatters(x, a, b, i, g):
+        v = a * 2
+        return (torch.zeros_like(x).scatter_add(1, g, (a * b).exp()),
+                torch.zeros(x.shape[0], a.shape[1], device=x.device).index_put((i,), v, accumulate=True), v.sum())
+
+    same = assert_bitwise if device == "cpu" else torch.testing.assert_close
+    compiled_lookups, compiled_scatters = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (lookups, scatters))
+    with capture() as reports:
+        for n in (4, 7):
+            w = torch.randn(n, 3, device=device, requires_grad=True)
+            i = torch.randint(0, n, (2, 5), device=device)
+            i[1, 2], i[0, 0] = i[0, 1], 0  # a repeated row adds; the padding row's gradient is 0
+            (grad,) = torch.autograd.grad(compiled_lookups(w, i), w)
+            same(grad, torch.autograd.grad(lookups(w, i), w)[0])
+            x, a, b = (torch.randn(n, 5, device=device) for _ in range(3))
+            g, r = torch.randint(0, 5, (n, 5), device=device), torch.randint(0, n, (n,), device=device)
+            ours, eagers = compiled_scatters(x, a, b, r, g), scatters(x, a, b, r, g)
+            same(ours[:2], eagers[:2])
+            torch.testing.assert_close(ours[2], eagers[2])  # a sum, in another order
+    computed = {r.kind: {d.op: d.kernel for d in r.decisions if "computed where" in d.kernel} for r in reports}
+    kernel_of = {r.kind: {d.op: d.kernel.split()[0] for d in r.decisions if d.kernel} for r in reports}
+    backward, inference = computed["backward"], computed["inference"]
+    assert "computed where index_put reads it: not stored" in backward["aten.where.self"], backward
+    assert {k.split()[0] for k in backward.values()} == {kernel_of["backward"]["aten.index_put.default"]}, backward  # the mask too
+    assert "computed where scatter_add reads it: not stored" in inference["aten.exp.default"], inference
+    assert set(inference) == {"aten.exp.default", "aten.mul.Tensor"}, inference  # (a * b), not v = a * 2
+    stored_v = [d.kernel for d in reports[-1].decisions if d.op == "aten.mul.Tensor" and "computed where" not in d.kernel]
+    assert len(stored_v) == 1 and "not stored" not in stored_v[0], stored_v
+
+
 @pytest.mark.parametrize("bad", ["past the end", "negative"])
 def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
     """On cpu only (a failed device assert ends a GPU context, as eager's own kernels do)."""

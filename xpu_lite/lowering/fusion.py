@@ -143,7 +143,7 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
         check_order(gm)
         gm.recompile()  # nodes moved: gm's own code follows the graph's new order
     runs = parts
-    return [titled(build_scatter(f"kernel_{i}", run.members[0], is_view) if run.scatter else
+    return [titled(build_scatter(f"kernel_{i}", run.members[0], is_view, inlined) if run.scatter else
                    build_group(f"kernel_{i}", run.members, run.space, is_view, inlined, sized)) for i, run in enumerate(runs)]
 
 

@@ -32,7 +32,7 @@ from .indexing import _sizes
 from .kernel_builder import Group, KernelBuilder
 from .pointwise import FLOATS, READABLE, _names, _scalar_ok, _tensor_rejection, scalar_rejection
 from .registry import LOWERINGS
-from .space import Space, sizes_of, strides_of, view_root
+from .space import Space, broadcast_coords, sizes_of, strides_of, view_root
 
 aten = torch.ops.aten
 
@@ -146,8 +146,9 @@ def _index_put(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, indices:
                accumulate: bool = False) -> Scattered:
     """x[indices] = values (+= with accumulate): values broadcast to x[indices]'s shape."""
     shape = indexed_shape(x, indices)
-    at = index_positions(b, node, x, indices, b.element_coords(shape))
-    value = b.load(values, shape, view_root(values, b.is_view))
+    coords = b.element_coords(shape)
+    at = index_positions(b, node, x, indices, coords)
+    value = b.gather(values, broadcast_coords(coords, shape, sizes_of(values)), None)  # computed here where inlined
     return at, value, "add" if accumulate else "", _message(node, [d for d, t in enumerate(indices) if t is not None])
 
 
@@ -169,11 +170,12 @@ def _scatter(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, dim: int, 
     return at, value, combine, _message(node, [d])
 
 
-def build_scatter(name: str, node: torch.fx.Node, is_view: Any) -> Group:
+def build_scatter(name: str, node: torch.fx.Node, is_view: Any, inlined: frozenset[torch.fx.Node] = frozenset()) -> Group:
     """The kernel storing a scatter node's values into its input's buffer (own_buffers made
-    it the node's own), which is the node's result afterwards."""
+    it the node's own), which is the node's result afterwards. A pointwise producer of the
+    values that only the scatter reads (inlined) is computed here, never stored."""
     space = Space(LOWERINGS.scatter_space(node))
-    b = KernelBuilder(space, None, is_view, name)
+    b = KernelBuilder(space, None, is_view, name, inlined)
     at, value, accumulate, message = LOWERINGS.rule(node)(b, node, *node.args)
     val = node.meta["val"]
     out = ir.Buffer("out_ptr0", val.dtype, sizes_of(node), strides_of(val))
@@ -184,7 +186,7 @@ def build_scatter(name: str, node: torch.fx.Node, is_view: Any) -> Group:
         (ir.Store(out.name, index, value, bounds, message, accumulate),), (node.name,),
         lifted=tuple((s, e) for e, s in b.lifted.items()),
     )
-    return Group(ir.verify(ir.lift_sizes(kernel)), (node,), (node,), tuple(b.inputs), into=node.args[0])
+    return Group(ir.verify(ir.lift_sizes(kernel)), (node,), (node,), tuple(b.inputs), into=node.args[0], inlined=tuple(b.recomputed))
 
 
 def own_buffers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> bool:
@@ -229,7 +231,8 @@ def _writable(x: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decisi
     return x not in others
 
 
-LOWERINGS.register(aten.index_put.default, aten._unsafe_index_put.default, checker=_check_index_put,
+# the values (src) are read through KernelBuilder.gather: a pointwise producer only the scatter reads is computed in its kernel
+LOWERINGS.register(aten.index_put.default, aten._unsafe_index_put.default, checker=_check_index_put, inlines=(2,),
                    scatter=lambda node: indexed_shape(node.args[0], node.args[1]))(_index_put)
 LOWERINGS.register(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two, checker=_check_scatter,
-                   scatter=lambda node: _sizes(node.args[2]))(_scatter)
+                   inlines=(3,), scatter=lambda node: _sizes(node.args[2]))(_scatter)
