@@ -270,6 +270,7 @@ def _kernels(fn, *args, backward: bool = False) -> list[int]:
     ("log_softmax", lambda x, w: F.log_softmax(x, -1)),
     ("layer_norm", lambda x, w: F.layer_norm(x, (64,), w, w)),
     ("rms_norm", lambda x, w: F.rms_norm(x, (64,), w, 1e-6)),
+    ("gemma's rms_norm", lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + w)),
 ])
 def test_forward_is_one_kernel(name: str, fn) -> None:
     assert _kernels(fn, torch.randn(6, 64), torch.randn(64)) == [1], name
@@ -279,6 +280,7 @@ def test_forward_is_one_kernel(name: str, fn) -> None:
     ("softmax", lambda x, w: torch.softmax(x, -1), 1),
     ("layer_norm", lambda x, w: F.layer_norm(x, (64,), w, w), 2),
     ("rms_norm", lambda x, w: F.rms_norm(x, (64,), w, 1e-6), 2),
+    ("gemma's rms_norm", lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + w), 2),
 ])
 def test_backward_kernel_count(name: str, fn, most: int) -> None:
     x, w = torch.randn(6, 64, requires_grad=True), torch.randn(64, requires_grad=True)
@@ -287,6 +289,34 @@ def test_backward_kernel_count(name: str, fn, most: int) -> None:
     x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
     fn(x2, w2).sum().backward()
     torch.testing.assert_close(x.grad, x2.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_a_broadcast_value_of_inputs_is_computed_where_it_is_read(device: str) -> None:
+    """A pointwise value of graph inputs that pointwise ops read broadcast (Gemma's RMSNorm
+    scales by `1 + weight`) is computed where each reads it (inlining._broadcast_from_inputs):
+    the scaled norm is one kernel, where the add of 64 values and the product were two
+    more after it. A value computed from a kernel's (the norm's own `rsqrt` of its rows)
+    stays a member of that kernel's run, and a value an eager op reads too is stored."""
+    def gemma_norm(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + w)
+
+    def also_eager(x, w, m):
+        scale = w * 2
+        return x * scale, scale @ m
+
+    compiled_norm, compiled_eager = (torch.compile(f, backend="xpu_lite", dynamic=True) for f in (gemma_norm, also_eager))
+    with capture() as reports:
+        for n in (3, 5, 8):
+            x, w, m = torch.randn(2, n, 16, device=device), torch.randn(16, device=device), torch.randn(16, 4, device=device)
+            torch.testing.assert_close(compiled_norm(x, w), gemma_norm(x, w), rtol=1e-5, atol=1e-6)  # a mean in rows of 16
+            assert_bitwise(compiled_eager(x, w, m), also_eager(x, w, m))
+    norm, eager = reports
+    kernels = {d.op: d.kernel for d in norm.decisions if d.kernel}
+    assert len({k.split()[0] for k in kernels.values()}) == 1, kernels  # one kernel (persistent or looped by the row's length)
+    computed = [d.op for d in norm.decisions if "computed where" in d.kernel]
+    assert computed == ["aten.add.Tensor"], computed  # 1 + w; the row's eps add and rsqrt are members
+    scale = next(d.kernel for d in eager.decisions if d.op == "aten.mul.Tensor")
+    assert "computed where" not in scale, scale
 
 
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])

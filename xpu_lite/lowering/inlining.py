@@ -14,7 +14,7 @@ from .._torch_compat import sym_expr
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
 from .moves import writes
-from .space import maps_coordinates, mapped_root
+from .space import mapped_root, maps_coordinates, sizes_of, view_root
 
 aten = torch.ops.aten
 
@@ -59,7 +59,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
                 continue  # reads sizes only, computed from the inputs' symbols
             if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
-            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions) or _filled_in(user, node)):
+            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions) or _filled_in(user, node)
+                                   or _broadcast_from_inputs(user, node, decisions)):
                 readers.append(position[user])
             else:
                 break
@@ -111,6 +112,26 @@ def _filled_in(user: torch.fx.Node, node: torch.fx.Node) -> bool:
     zeros reads (every causal LM's `hidden[:, -k:]` in training), were stored by a kernel of
     their own and loaded back."""
     return LOWERINGS.fills(node) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user)) and _read_as_operand(user, node)
+
+
+def _broadcast_from_inputs(user: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
+    """Whether the pointwise or placing `user` reads `node` as an operand broadcast to more
+    elements (a dim node lacks or has as 1 where user's is not 1), where node is pointwise
+    and reads only what no kernel computes (graph inputs, eager results): user's kernel
+    computes node's element where it reads it, from those inputs loaded there. Gemma's
+    RMSNorm scales by `1 + weight`: that add was a kernel of its own, storing 64 values,
+    and the product a third kernel after the norm's (five per 2-layer model); the
+    product now joins the norm's kernel. What a kernel computes stays a member of a run:
+    the row values of a reduction are computed where its rows are."""
+    if not (LOWERINGS.pointwise(node) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user)) and _read_as_operand(user, node)):
+        return False
+    view = lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW  # noqa: E731
+    if any(n.name in decisions and decisions[n.name].kind is DecisionKind.KERNEL
+           for n in (view_root(a, view) for a in node.all_input_nodes)):
+        return False
+    ours, theirs = sizes_of(node), sizes_of(user)
+    lead = len(theirs) - len(ours)
+    return lead >= 0 and (any(n != 1 for n in theirs[:lead]) or any(m == 1 and n != 1 for m, n in zip(ours, theirs[lead:])))
 
 
 SIZE_READS = frozenset({aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default})
