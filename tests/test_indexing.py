@@ -620,8 +620,8 @@ def test_a_fill_is_computed_where_it_is_read_never_stored(device: str) -> None:
     compiled = [torch.compile(f, backend="xpu_lite", dynamic=True) for f in (keep_last, transposed, read_by_eager_and_scatter)]
     with capture() as reports:
         for n in (5, 7):
-            h, w, W = torch.randn(2, n, 8, device=device, requires_grad=True), torch.randn(8, device=device), torch.randn(8, 3, device=device)
-            w.requires_grad_(True)
+            h, w = torch.randn(2, n, 8, device=device, requires_grad=True), torch.randn(8, device=device, requires_grad=True)
+            W = torch.randn(8, 3, device=device)
             ours, eagers = (torch.autograd.grad(f(h, w, W), (h, w)) for f in (compiled[0], keep_last))
             torch.testing.assert_close(ours, eagers, rtol=1e-5, atol=1e-6)  # w's gradient sums in another order
             x = torch.randn(n, 6, device=device)

@@ -485,7 +485,7 @@ def _tile(space: Space, members: list[torch.fx.Node], member_set: set[torch.fx.N
     or a member computes a view of a producer at its coordinates (inlining.inlined_producers)."""
     if space.rdims or any(sizes_of(n) not in (space.sizes, ()) for n in members) or any(map(LOWERINGS.reads_coordinates, members)):
         return None
-    if any(arg in inlined and arg not in LOWERINGS.gathered(node) and not LOWERINGS.fills(arg) for node in members for arg in node.all_input_nodes):
+    if any(a in inlined and a not in LOWERINGS.gathered(n) and not LOWERINGS.fills(a) for n in members for a in n.all_input_nodes):
         return None
     reads = []
     for node in members:

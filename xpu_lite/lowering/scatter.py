@@ -32,7 +32,7 @@ from .indexing import _sizes
 from .kernel_builder import Group, KernelBuilder
 from .pointwise import FLOATS, READABLE, _names, _scalar_ok, _tensor_rejection, scalar_rejection
 from .registry import LOWERINGS
-from .space import Space, broadcast_coords, sizes_of, strides_of, view_root
+from .space import Space, broadcast_coords, sizes_of, strides_of
 
 aten = torch.ops.aten
 
