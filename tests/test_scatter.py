@@ -142,8 +142,9 @@ def test_a_scatters_values_are_computed_in_its_kernel(device: str) -> None:
     (scatter_add), is computed in the scatter's kernel where it reads it, never stored: in
     embedding's backward with a padding_idx the gradient masked by `where` (every
     language model's training step: a tokens x dim buffer written and read back). A
-    producer something else reads too is stored. On cpu bitwise eager's (the interpreter
-    adds in index order); on a GPU the atomics add in any order."""
+    producer something else reads too is stored. The 0 the mask picks, a 0-dim fill, is
+    computed there too, not stored by a kernel and read back by value. On cpu bitwise
+    eager's (the interpreter adds in index order); on a GPU the atomics add in any order."""
     def lookups(w, i):
         return (F.embedding(i, w, padding_idx=0) * 3).sum()
 
@@ -171,6 +172,7 @@ def test_a_scatters_values_are_computed_in_its_kernel(device: str) -> None:
     backward, inference = computed["backward"], computed["inference"]
     assert "computed where index_put reads it: not stored" in backward["aten.where.self"], backward
     assert {k.split()[0] for k in backward.values()} == {kernel_of["backward"]["aten.index_put.default"]}, backward  # the mask too
+    assert "aten.scalar_tensor.default" in backward, backward  # the 0 it picks
     assert "computed where scatter_add reads it: not stored" in inference["aten.exp.default"], inference
     assert set(inference) == {"aten.exp.default", "aten.mul.Tensor"}, inference  # (a * b), not v = a * 2
     stored_v = [d.kernel for d in reports[-1].decisions if d.op == "aten.mul.Tensor" and "computed where" not in d.kernel]

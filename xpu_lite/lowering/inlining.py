@@ -39,8 +39,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
 
     def producer(node: torch.fx.Node) -> bool:  # a pointwise node, or a slice of one read at mapped positions
         val = node.meta.get("val")
-        if not (isinstance(val, torch.Tensor) and val.dim() > 0 and node.users):
-            return False
+        if not (isinstance(val, torch.Tensor) and (val.dim() > 0 or LOWERINGS.fills(node)) and node.users):
+            return False  # a 0-dim value is computed where a run broadcasts it (fusion), a 0-dim fill anywhere
         if node.name in decisions and decisions[node.name].kind is DecisionKind.VIEW:
             return maps_coordinates(node)
         return kernel(node) and (LOWERINGS.pointwise(node) or LOWERINGS.places(node))
