@@ -14,9 +14,10 @@ something outside the group reads, at the strides eager would give them
 group of its own that stores into its input's buffer (scatter.py). An adaptive pool is a
 reduction over a space of its own: its result's elements times a bound on their windows
 (adaptive.py); consumers of its rows join it. A pointwise producer or placing op that
-only placing ops and pools read, or pointwise ops through slices, permutes and reshapes
-that split the last dim (inlined_producers), is in no run: each reader's kernel
-computes it where it reads it, and it is never stored.
+only placing ops, pools and scatters read, or pointwise ops through slices, permutes and
+reshapes that split the last dim, and a fill or a broadcast value of inputs that
+pointwise ops read (inlined_producers), is in no run: each reader's kernel computes it
+where it reads it, and it is never stored.
 """
 from __future__ import annotations
 

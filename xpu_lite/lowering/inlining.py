@@ -22,8 +22,10 @@ aten = torch.ops.aten
 def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[torch.fx.Node]:
     """Pointwise kernel nodes that only rules which gather them at positions of their own read
     (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's index
-    tensor), or pointwise ops through slices, permutes and last-dim splits
-    (_computed_through), or other such producers, or those views of them: each reader
+    tensor, a scatter's values), or pointwise ops through slices, permutes and last-dim
+    splits (_computed_through), or pointwise and placing ops as operands where the node is
+    a fill (_filled_in, 0-dim too) or a value of inputs they broadcast (_broadcast_from_inputs),
+    or other such producers, or those views of them: each reader
     computes the producer's element where it reads it, from the producer's inputs loaded
     there, rather than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`,
     rotary embeddings' rotate_half, and in its gradient the slices of `grad * sin`; OPT's
