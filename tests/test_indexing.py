@@ -602,7 +602,7 @@ def test_a_placing_op_two_kernels_read_is_computed_in_both_and_explain_names_bot
 def test_a_fill_is_computed_where_it_is_read_never_stored(device: str) -> None:
     """A fill (`full`: the same value at every coordinate, nothing loaded) that pointwise
     and placing ops read is computed in each reader's kernel and never stored
-    (inlining._filled_in). In training, `hidden[:, -k:]` (a causal LM's logits_to_keep) has
+    (inlining._of_inputs). In training, `hidden[:, -k:]` (a causal LM's logits_to_keep) has
     slice_backward's zeros as the base of two slice_scatters, one inlined into the other:
     the zeros were a kernel of their own, stored and loaded back, an activation's size in
     every training step. A transposing kernel reading a fill stays tiled; where an eager

@@ -293,7 +293,7 @@ def test_backward_kernel_count(name: str, fn, most: int) -> None:
 
 def test_a_broadcast_value_of_inputs_is_computed_where_it_is_read(device: str) -> None:
     """A pointwise value of graph inputs that pointwise ops read broadcast (Gemma's RMSNorm
-    scales by `1 + weight`) is computed where each reads it (inlining._broadcast_from_inputs):
+    scales by `1 + weight`) is computed where each reads it (inlining._of_inputs):
     the scaled norm is one kernel, where the add of 64 values and the product were two
     more after it. A value computed from a kernel's (the norm's own `rsqrt` of its rows)
     stays a member of that kernel's run, and a value an eager op reads too is stored."""

@@ -24,7 +24,7 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
     (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's index
     tensor, a scatter's values), or pointwise ops through slices, permutes and last-dim
     splits (_computed_through), or pointwise and placing ops as operands where the node is
-    a fill (_filled_in, 0-dim too) or a value of inputs they broadcast (_broadcast_from_inputs),
+    a fill (0-dim too) or a value of inputs they broadcast (_of_inputs),
     or other such producers, or those views of them: each reader
     computes the producer's element where it reads it, from the producer's inputs loaded
     there, rather than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`,
@@ -61,8 +61,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
                 continue  # reads sizes only, computed from the inputs' symbols
             if user in read_at:
                 readers.append(read_at[user])  # computed where that one is
-            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions) or _filled_in(user, node)
-                                   or _broadcast_from_inputs(user, node, decisions)):
+            elif kernel(user) and (_only_gathered(user, node) or _computed_through(user, node, decisions)
+                                   or _of_inputs(user, node, decisions)):
                 readers.append(position[user])
             else:
                 break
@@ -107,26 +107,23 @@ def _read_as_operand(user: torch.fx.Node, node: torch.fx.Node) -> bool:
             and node not in user.kwargs.values())
 
 
-def _filled_in(user: torch.fx.Node, node: torch.fx.Node) -> bool:
-    """Whether the pointwise or placing `user` reads the fill `node` (LOWERINGS.fills) as an
-    operand: it computes the fill where it reads it, and no kernel stores it. The zeros of
-    slice_backward, the base of a slice_scatter that an inlined slice_scatter of the same
-    zeros reads (every causal LM's `hidden[:, -k:]` in training), were stored by a kernel of
-    their own and loaded back."""
-    return LOWERINGS.fills(node) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user)) and _read_as_operand(user, node)
-
-
-def _broadcast_from_inputs(user: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
-    """Whether the pointwise or placing `user` reads `node` as an operand broadcast to more
-    elements (a dim node lacks or has as 1 where user's is not 1), where node is pointwise
-    and reads only what no kernel computes (graph inputs, eager results): user's kernel
-    computes node's element where it reads it, from those inputs loaded there. Gemma's
-    RMSNorm scales by `1 + weight`: that add was a kernel of its own, storing 64 values,
-    and the product a third kernel after the norm's (five per 2-layer model); the
-    product now joins the norm's kernel. What a kernel computes stays a member of a run:
-    the row values of a reduction are computed where its rows are."""
+def _of_inputs(user: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decision]) -> bool:
+    """Whether the pointwise or placing `user` reads `node`, pointwise on only what no kernel
+    computes (graph inputs, eager results), as an operand: user's kernel computes node's
+    element where it reads it, from those inputs loaded there, and no kernel stores it.
+    A fill (LOWERINGS.fills: `full`, `scalar_tensor`) reads nothing, so wherever it is read:
+    slice_backward's zeros, the base of a slice_scatter that an inlined slice_scatter of the
+    same zeros reads (every causal LM's `hidden[:, -k:]` in training), were stored by a
+    kernel of their own and loaded back. Another such value only where user reads it
+    broadcast to more elements (a dim node lacks or has as 1 where user's is not 1), which
+    no run of node's shape would give user: Gemma's RMSNorm scales by `1 + weight`, an add
+    of 64 values that was a kernel of its own and the product a third kernel after the
+    norm's; the product now joins the norm's kernel. What a kernel computes stays a member
+    of a run: the row values of a reduction are computed where its rows are."""
     if not (LOWERINGS.pointwise(node) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user)) and _read_as_operand(user, node)):
         return False
+    if LOWERINGS.fills(node):
+        return True
     view = lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW  # noqa: E731
     if any(n.name in decisions and decisions[n.name].kind is DecisionKind.KERNEL
            for n in (view_root(a, view) for a in node.all_input_nodes)):
