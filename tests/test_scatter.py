@@ -188,8 +188,58 @@ def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
     cases = [(lambda x, i, v: x.index_put([i], v, accumulate=True), (x, i, v)),
              (lambda x, i, v: torch.ops.aten.index_put(x, [None, i], v.t()), (x.t(), i, v)),
              (lambda x, g, v: x.scatter(1, g, v), (x, g, v)),
-             (lambda x, g, v: x.scatter_add(1, g, v), (x, g, v))]
+             (lambda x, g, v: x.scatter_add(1, g, v), (x, g, v)),
+             # one position per row into zeros: computed pointwise, its position asserted by an ir.Check
+             (lambda x, g, v: torch.zeros_like(x).scatter(1, g, -1.0), (x, torch.tensor([[0], [1], [g[0, 1]], [2]]), v)),
+             (lambda x, g, v: torch.zeros_like(x).scatter(1, g, x), (x, torch.tensor([[0], [1], [g[0, 1]], [2]]), v))]
     raise_as_in_eager(cases)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool],
+                         ids=["float32", "float16", "int64", "bool"])
+def test_one_position_per_row_into_a_fill_is_computed_pointwise(device: str, dtype: torch.dtype) -> None:
+    """A scatter (of src or of a value) into a fill, one position per row along dim and
+    the index covering the fill elsewhere, is computed where it is read: each element is
+    the value where its coordinate is the row's position, else the fill (Inductor's
+    scatter_upon_const_tensor), its position asserted in range (an ir.Check) where eager
+    raises. cross_entropy's gradient (every language model's training step) then stores
+    no logits-sized zeros to scatter into and read back: the zeros, the scatter and
+    log_softmax's gradient are one reduction kernel. Values move without arithmetic:
+    bitwise eager's. Two positions per row, or an index not covering the fill, stay scatter
+    kernels."""
+    def fn(x, i, j):
+        ones = torch.ones(x.shape[0], 6, dtype=x.dtype, device=x.device)
+        return (torch.zeros_like(x).scatter(1, i, x[:, :1]),  # src
+                torch.full_like(x, 2).scatter(0, j, 1) * x,  # a value, along dim 0, then read by a product
+                ones.scatter(1, i, 0),  # a fill of a shape of its own
+                torch.zeros_like(x).scatter(1, i.expand(-1, 2), x))  # two positions per row: a scatter kernel
+
+    compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (3, 5):
+            x = torch.randn(n, 6, device=device).to(dtype) if dtype is not torch.bool else torch.rand(n, 6, device=device) > 0.5
+            i, j = torch.randint(0, 6, (n, 1), device=device), torch.randint(0, n, (1, 6), device=device)
+            assert_bitwise(compiled(x, i, j), fn(x, i, j))
+    assert xpu_lite.counters.graphs_compiled == 1
+    scatters = [d for d in reports[0].decisions if d.op in ("aten.scatter.src", "aten.scatter.value")]
+    assert [d.kind for d in scatters] == [DecisionKind.KERNEL] * 4, [d.why() for d in scatters]
+    assert ["at loaded positions" in d.kernel for d in scatters] == [False, False, False, True], [d.kernel for d in scatters]
+
+    def loss(x, t):
+        return F.cross_entropy(x, t)
+
+    x64 = torch.randn(5, 7, device=device, dtype=torch.float64)
+    t = torch.randint(0, 7, (5,), device=device)
+    t[1] = -100  # ignored: its row's gradient is 0
+    x = x64.float().requires_grad_()
+    with capture() as reports:
+        (grad,) = torch.autograd.grad(torch.compile(loss, backend="xpu_lite", dynamic=True)(x, t), x)
+    x64.requires_grad_()
+    torch.testing.assert_close(grad, torch.autograd.grad(loss(x64, t), x64)[0].float(), rtol=1e-6, atol=1e-7)
+    backward = next(r for r in reports if r.kind == "backward")
+    kernel = {d.op: d.kernel.split()[0] for d in backward.decisions if d.kernel}
+    assert kernel["aten.scatter.value"] == kernel["aten.full_like.default"] == kernel["aten.sum.dim_IntList"], kernel
+    assert "reduces" in next(d.kernel for d in backward.decisions if d.op == "aten.scatter.value")
 
 
 @pytest.mark.parametrize("op", ["index_add", "index_reduce"])
@@ -514,6 +564,12 @@ def test_indirect_stores_only_in_untiled_pointwise_kernels() -> None:
         ir.verify(dataclasses.replace(kernel, stores=(ir.Store("out_ptr0", ir.XINDEX, 1, accumulate="add"),)))
     with pytest.raises(ir.IRError, match="combines by 'mul', not"):
         ir.verify(dataclasses.replace(kernel, stores=(dataclasses.replace(store, accumulate="mul"),)))
+    # a Check asserts positions where nothing loads or stores at them: earlier integer values only
+    check = ir.Check(((0, sympy.Integer(4)),), "scatter")
+    pointwise = dataclasses.replace(kernel, values=(*values, check), stores=(ir.Store("out_ptr0", ir.XINDEX, 2),))
+    assert ir.verify(pointwise).checks_bounds
+    with pytest.raises(ir.IRError, match="value 2 checks positions that are not earlier integer values"):
+        ir.verify(dataclasses.replace(pointwise, values=(*values, ir.Check(((1, sympy.Integer(4)),), "scatter"))))
 
 
 def test_as_strided_scatter_covering_every_element_is_a_copy_kernel(device: str) -> None:

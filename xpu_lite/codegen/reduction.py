@@ -101,8 +101,8 @@ class _Source:
             return _ROW
         if isinstance(value, ir.Scan):
             return _ELEMENT
-        if isinstance(value, ir.Compute):
-            return max((self.level[a] for a in value.args), default=_SCALAR)
+        if isinstance(value, (ir.Compute, ir.Check)):
+            return max((self.level[a] for a in ir.operands(value)), default=_SCALAR)
         return _SCALAR
 
     def _phase(self, value: ir.Value) -> int:
@@ -112,7 +112,7 @@ class _Source:
             return self.phase[value.arg]  # the carry runs along the same pass
         if isinstance(value, ir.Compute):
             return max((self.phase[a] for a in value.args), default=0)
-        if isinstance(value, ir.Load):
+        if isinstance(value, (ir.Load, ir.Check)):
             return max((self.phase[j] for j in ir.operands(value)), default=0)
         return 0
 
@@ -135,7 +135,7 @@ class _Source:
                 stack.extend(a for a in value.args if self.level[a] == _ELEMENT)
             elif isinstance(value, ir.Scan) and self.level[value.arg] == _ELEMENT:
                 stack.append(value.arg)
-            elif isinstance(value, ir.Load):
+            elif isinstance(value, (ir.Load, ir.Check)):
                 stack.extend(j for j in ir.operands(value) if self.level[j] == _ELEMENT)
         return sorted(seen)
 
@@ -248,6 +248,10 @@ class _Source:
                 self.out.lines(bounds_check(self.k, name, value.bounds, value.message, mask, self.names.__getitem__))
                 mask += f" & {name}_ok"
             text = load_text(value, f"{value.buffer} + ({index})", mask, self.by_bits)
+        elif isinstance(value, ir.Check):  # per row or per element, as its positions are
+            mask = "mask" if self.level[i] == _ELEMENT else "xmask"
+            self.out.lines(bounds_check(self.k, name, value.bounds, value.message, mask, self.names.__getitem__))
+            text = f"{name}_ok"
         elif isinstance(value, ir.Scan):
             self._scan(i, name)
             return

@@ -102,7 +102,7 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
         by_value, by_bits = by_value_buffers(kernel), interpreter_bf16(kernel, target)
         for i, value in enumerate(kernel.values):
             if i in used:
-                if isinstance(value, ir.Load) and value.bounds:
+                if isinstance(value, (ir.Load, ir.Check)) and value.bounds:
                     out.lines(bounds_check(kernel, f"tmp{i}", value.bounds, value.message, _live(value)))
                 prelude, text = _value(value, table, lanes, i, by_value, by_bits)
                 out.lines(prelude)
@@ -149,23 +149,16 @@ def helper_definitions(kernel: ir.Kernel, target: str) -> list[str]:
 
 def used_values(kernel: ir.Kernel) -> set[int]:
     """Values some store depends on (a full_like's input, say, is never read), and every
-    indirect load: its bounds assert runs even where nothing reads the value, as eager
-    raises on an index out of range whatever comes of the result (`zeros_like(x[idx])`)."""
+    indirect load and Check: its bounds assert runs even where nothing reads the value, as
+    eager raises on an index out of range whatever comes of the result (`zeros_like(x[idx])`)."""
     used: set[int] = set()
     stack = [store.value for store in kernel.stores] + [j for store in kernel.stores for j, _ in store.bounds]
-    stack += [i for i, value in enumerate(kernel.values) if isinstance(value, ir.Load) and value.bounds]
+    stack += [i for i, value in enumerate(kernel.values) if isinstance(value, (ir.Load, ir.Check)) and value.bounds]
     while stack:
         i = stack.pop()
         if i not in used:
             used.add(i)
-            value = kernel.values[i]
-            if isinstance(value, ir.Compute):
-                stack.extend(value.args)
-            elif isinstance(value, (ir.Reduce, ir.Scan)):
-                stack.append(value.arg)
-            elif isinstance(value, ir.Load):
-                stack.extend([] if value.mask is None else [value.mask])
-                stack.extend(j for j, _ in value.bounds)
+            stack.extend(ir.operands(kernel.values[i]))
     return used
 
 
@@ -180,8 +173,8 @@ def bounds_check(kernel: ir.Kernel, name: str, bounds: tuple[tuple[int, sympy.Ex
     return [f"{name}_ok = {ok}", f"tl.device_assert({name}_ok | (({live}) == 0), {message!r})"]
 
 
-def _live(load: ir.Load) -> str:
-    return "xmask" if load.mask is None else f"xmask & tmp{load.mask}"
+def _live(value: ir.Load | ir.Check) -> str:
+    return "xmask" if getattr(value, "mask", None) is None else f"xmask & tmp{value.mask}"
 
 
 def stored_value(value: str, dtype: torch.dtype, target: str) -> str:
@@ -236,6 +229,8 @@ def _value(value: ir.Value, table: MathTable, lanes: tuple[sympy.Symbol, ...], i
         index = lane_index(value.index, lanes)
         mask = _live(value) + (f" & tmp{i}_ok" if value.bounds else "")
         return [], load_text(value, f"{value.buffer} + ({index})", mask, by_bits)
+    if isinstance(value, ir.Check):
+        return [], f"tmp{i}_ok"  # bounds_check computed it
     return scalar_or_compute(value, f"tmp{i}", [f"tmp{a}" for a in getattr(value, "args", ())], table, block)
 
 

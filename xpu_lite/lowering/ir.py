@@ -8,7 +8,8 @@ and Scan values (a running sum or product along rindex) are per element.
 Each Load reads a buffer at an index expression of xindex, rindex and the size symbols
 (where a bool value says so, for ops that read inputs at positions of their own: cat, pad,
 the windows of pools;
-and at positions loaded from another tensor, an indirect load: embedding, gather);
+and at positions loaded from another tensor, an indirect load: embedding, gather; a Check
+asserts such positions in range where nothing loads at them);
 Compute, Reduce and Scan nodes form an SSA list; each Store writes one value to an output
 buffer (a scatter's writes or adds it at positions loaded from another tensor). Built by
 kernel_builder.py (groups from fusion.py; scatters: scatter.py), printed by codegen/,
@@ -101,6 +102,18 @@ class Load:
 
 
 @dataclasses.dataclass(frozen=True)
+class Check:
+    """An indirect load's assert without the load: the kernel asserts 0 <= value < size for
+    each (value, size) of `bounds` in every live lane, as eager raises on an index out of
+    range; the value is whether they hold (a bool). A scatter computed pointwise compares
+    its positions with the element's coordinates rather than storing at them (scatter.py)."""
+
+    bounds: tuple[tuple[int, sympy.Expr], ...]
+    message: str
+    dtype: torch.dtype = torch.bool
+
+
+@dataclasses.dataclass(frozen=True)
 class Constant:
     value: float | int | bool
     dtype: torch.dtype
@@ -179,18 +192,20 @@ class Store:
 COMBINES = {"add": "adds", "max": "takes maxima", "min": "takes minima"}
 
 
-Value = Load | Constant | SymValue | Compute | Reduce | Scan
+Value = Load | Check | Constant | SymValue | Compute | Reduce | Scan
 
 
 def operands(value: Value) -> tuple[int, ...]:
     """The earlier values `value` reads: a Compute's arguments, a Reduce's or Scan's row, a
-    Load's mask and the positions it loads at."""
+    Load's mask and the positions it loads at, the positions a Check asserts."""
     if isinstance(value, Compute):
         return value.args
     if isinstance(value, (Reduce, Scan)):
         return (value.arg,)
     if isinstance(value, Load):
         return ((value.mask,) if value.mask is not None else ()) + tuple(j for j, _ in value.bounds)
+    if isinstance(value, Check):
+        return tuple(j for j, _ in value.bounds)
     return ()
 
 
@@ -238,8 +253,8 @@ class Kernel:
 
     @property
     def checks_bounds(self) -> bool:
-        """Whether the kernel asserts (an indirect load): compiled with Triton's debug on."""
-        return any(isinstance(v, Load) and v.bounds for v in self.values) or any(s.bounds for s in self.stores)
+        """Whether the kernel asserts (an indirect load, a Check): compiled with Triton's debug on."""
+        return any(isinstance(v, (Load, Check)) and v.bounds for v in self.values) or any(s.bounds for s in self.stores)
 
     def value_symbols(self) -> frozenset[sympy.Symbol]:
         bounded = [*(v for v in self.values if isinstance(v, Load)), *self.stores]
@@ -259,7 +274,7 @@ class Kernel:
         """The expressions printed inside the kernel (the numels are arguments)."""
         return [*(v.index for v in self.values if isinstance(v, Load)), *(s.index for s in self.stores),
                 *(v.expr for v in self.values if isinstance(v, SymValue)),
-                *(size for v in (*self.values, *self.stores) if isinstance(v, (Load, Store)) for _, size in v.bounds)]
+                *(size for v in (*self.values, *self.stores) if isinstance(v, (Load, Check, Store)) for _, size in v.bounds)]
 
 
 class IRError(RuntimeError):
@@ -313,6 +328,7 @@ def lift_sizes(kernel: Kernel) -> Kernel:
 
     values = tuple(
         dataclasses.replace(v, index=sub(v.index), bounds=tuple((i, sub(size)) for i, size in v.bounds)) if isinstance(v, Load)
+        else dataclasses.replace(v, bounds=tuple((i, sub(size)) for i, size in v.bounds)) if isinstance(v, Check)
         else dataclasses.replace(v, expr=sub(v.expr)) if isinstance(v, SymValue) else v
         for v in kernel.values
     )
@@ -345,6 +361,9 @@ def verify(kernel: Kernel) -> Kernel:
                               "values of an untiled kernel")
             if value.index.free_symbols & (every_value - indirect):
                 raise IRError(f"{kernel.name}: value {i} indexes with a value it does not bound: {value.index}")
+        elif isinstance(value, Check) and (not value.bounds or kernel.tile is not None or any(
+                not 0 <= j < i or kernel.values[j].dtype not in (torch.int32, torch.int64) for j, _ in value.bounds)):
+            raise IRError(f"{kernel.name}: value {i} checks positions that are not earlier integer values of an untiled kernel")
         elif isinstance(value, SymValue) and value.expr.free_symbols & INDEX_SYMBOLS and kernel.tile:
             raise IRError(f"{kernel.name}: value {i} computes a coordinate {value.expr} in a tiled kernel")
         elif isinstance(value, Compute):

@@ -227,6 +227,10 @@ class KernelBuilder:
         index = sum((c * st for c, st in zip(at, strides_of(node.meta["val"]))), sympy.Integer(0))
         return self._load(node, view_root(node, self.is_view), index, None, bounds, message)
 
+    def check(self, bounds: tuple[tuple[int, sympy.Expr], ...], message: str) -> int:
+        """Whether integer values lie in [0, size), asserted as gather_at's are (ir.Check)."""
+        return self._add(ir.Check(bounds, message))
+
     def wrapper_size(self, expr: sympy.Expr) -> sympy.Expr:
         """`expr` as a size argument the wrapper computes (ir.lift_sizes does this for what a
         kernel cannot compute; a rule asks for it where index math must not see inside
@@ -392,13 +396,13 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
         at = space.sizes if LOWERINGS.reduced_dims(node) is not None else sizes_of(node)
         operands: list[Any] = []
         gathers, unread = LOWERINGS.gathers(node), LOWERINGS.unread(node)
+        in_place = [a for a in LOWERINGS.indexes_in_place(node) if a in member_set] if not space.rdims else []
+        if any(view_root(a, is_view) in member_set for a in LOWERINGS.gathered(node) if a not in in_place):
+            raise ir.IRError(f"{name}: {node.name} loads a value computed in the same kernel (fusion must store it)")
         for position, arg in enumerate(node.args):
             if position in unread:
                 operands.append(arg)  # the rule reads nothing of it
             elif position in gathers:
-                in_place = [a for a in LOWERINGS.indexes_in_place(node) if a in member_set] if not space.rdims else []
-                if any(view_root(a, is_view) in member_set for a in LOWERINGS.gathered(node) if a in _nodes(arg) and a not in in_place):
-                    raise ir.IRError(f"{name}: {node.name} loads a value computed in the same kernel (fusion must store it)")
                 operands.append(arg)  # the rule loads it at positions it computes
             elif isinstance(arg, torch.fx.Node):
                 if arg in member_set or view_root(arg, is_view) in member_set:  # a view of one: broadcasts
@@ -466,10 +470,6 @@ def _only_here(recomputed: dict[torch.fx.Node, None], members: set[torch.fx.Node
         if all(user in members or user in here for user in node.users):
             here.add(node)
     return here
-
-
-def _nodes(arg: Any) -> list[Any]:
-    return list(arg) if isinstance(arg, (list, tuple)) else [arg]
 
 
 def tiled(space: Space, members: list[torch.fx.Node], is_view: Any) -> bool:

@@ -25,11 +25,13 @@ import sympy
 import torch
 import torch.fx
 
+from .._torch_compat import provably_positive
 from . import ir
 from .decisions import Decision, DecisionKind
 from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
 from .indexing import _sizes
 from .kernel_builder import Group, KernelBuilder
+from .operands import _arg
 from .pointwise import FLOATS, READABLE, _names, _scalar_ok, _tensor_rejection, scalar_rejection
 from .registry import LOWERINGS
 from .space import Space, broadcast_coords, sizes_of, strides_of
@@ -130,6 +132,24 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
     return _accumulate_rejection(dtype) if node.target is aten.scatter_add.default else None
 
 
+def computed_pointwise(node: torch.fx.Node) -> bool:
+    """A scatter (of src or of a value) into a fill, one position per row along dim
+    (index.size(dim) == 1) and the index covering the fill in its other dims: each element
+    of the result is computed where it is read (_scatter_pointwise), never stored and
+    reloaded. Inductor rewrites it so (scatter_upon_const_tensor): cross-entropy's gradient,
+    nll_loss_backward's one -1 per row of logits' zeros. Not where dim may have no
+    elements (eager raises for every index there; an empty kernel asserts nothing)."""
+    if node.target not in (aten.scatter.src, aten.scatter.value):
+        return False
+    x, dim, index = node.args[:3]
+    if not isinstance(x, torch.fx.Node) or x.target not in (aten.full.default, aten.full_like.default):
+        return False
+    sizes, covered = _sizes(x), _sizes(index)
+    d = dim % len(sizes)
+    return (covered[d] == 1 and all(c == n for k, (c, n) in enumerate(zip(sizes, covered)) if k != d)
+            and provably_positive(sizes[d], node.meta["val"]))
+
+
 def _filled_with_a_number(x: torch.fx.Node) -> bool:
     """`x` is full/full_like of a number that is not NaN."""
     if x.target not in (aten.full.default, aten.full_like.default):
@@ -152,22 +172,44 @@ def _index_put(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, indices:
     return at, value, "add" if accumulate else "", _message(node, [d for d, t in enumerate(indices) if t is not None])
 
 
-def _scatter(b: KernelBuilder, node: torch.fx.Node, x: torch.fx.Node, dim: int, index: torch.fx.Node, source: Any,
-             reduce: str = "") -> Scattered:
+def _scatter(b: KernelBuilder, node: torch.fx.Node, x: Any, dim: int, index: torch.fx.Node, source: Any,
+             reduce: str = "") -> Scattered | int:
     """out[c with dim d replaced by index[c]] = src[c] (or the scalar value), for each
     coordinate c of index; scatter_add adds, scatter_reduce (include_self) takes the
-    maximum or minimum."""
+    maximum or minimum. One computed pointwise (computed_pointwise): its element's value."""
+    if LOWERINGS.scatter_space(node) is None:
+        return _scatter_pointwise(b, node, x, dim, index, source)
     coords = b.element_coords(_sizes(index))
     d = dim % len(coords)
-    if isinstance(source, torch.fx.Node):
-        value = b.gather(source, coords, None)  # src at index's coordinates (src may be larger)
-    else:  # eager converts the scalar to the result's dtype first: the constant is that value
-        dtype = node.meta["val"].dtype
-        exact = torch.tensor(source, dtype=dtype).to(ir.compute_dtype(dtype)).item()
-        value = b.compute("broadcast", (b.constant(exact, ir.compute_dtype(dtype)),), node, ir.compute_dtype(dtype))
+    value = _value_at(b, node, source, coords, None)
     at = coords[:d] + (_position(b, node, index, coords),) + coords[d + 1:]
     combine = "add" if node.target is aten.scatter_add.default else ATOMIC_REDUCES.get(reduce, "")
     return at, value, combine, _message(node, [d])
+
+
+def _scatter_pointwise(b: KernelBuilder, node: torch.fx.Node, x: Any, dim: int, index: torch.fx.Node, source: Any) -> int:
+    """out[c] = src[c'] (or the value) where c[d] is index[c'], else x[c]; c' is c with
+    c[d] = 0, the row's one element of index. The position is asserted in range as the
+    scatter kernel's store would be (ir.Check): eager raises where it is not."""
+    sizes = _sizes(node)
+    d = dim % len(sizes)
+    coords = b.element_coords(sizes)
+    row = coords[:d] + (sympy.Integer(0),) + coords[d + 1:]
+    position = _position(b, node, index, row)
+    in_range = b.check(((position, sizes[d]),), _message(node, [d]))
+    hit = b.all_of([in_range, b.compute("eq", (position, b.index_value(coords[d])), node, torch.bool)], node)
+    cdt = ir.compute_dtype(node.meta["val"].dtype)
+    return b.compute("where", (hit, _value_at(b, node, source, row, hit), _arg(b, x, cdt, node)), node, cdt)
+
+
+def _value_at(b: KernelBuilder, node: torch.fx.Node, source: Any, coords: tuple[sympy.Expr, ...], mask: int | None) -> int:
+    """The scattered value for index's element at `coords`: src's there (src may be larger
+    than index), or the scalar as eager converts it to the result's dtype first."""
+    if isinstance(source, torch.fx.Node):
+        return b.gather(source, coords, mask)
+    dtype = node.meta["val"].dtype
+    exact = torch.tensor(source, dtype=dtype).to(ir.compute_dtype(dtype)).item()
+    return b.compute("broadcast", (b.constant(exact, ir.compute_dtype(dtype)),), node, ir.compute_dtype(dtype))
 
 
 def build_scatter(name: str, node: torch.fx.Node, is_view: Any, inlined: frozenset[torch.fx.Node] = frozenset()) -> Group:
@@ -231,8 +273,10 @@ def _writable(x: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decisi
     return x not in others
 
 
-# the values (src) are read through KernelBuilder.gather: a pointwise producer only the scatter reads is computed in its kernel
+# the values (src) are read through KernelBuilder.gather: a pointwise producer only the scatter reads is computed in its
+# kernel; a scatter's index tensor too, and one computed pointwise (computed_pointwise) is in no scatter space
 LOWERINGS.register(aten.index_put.default, aten._unsafe_index_put.default, checker=_check_index_put, inlines=(2,),
                    scatter=lambda node: indexed_shape(node.args[0], node.args[1]))(_index_put)
 LOWERINGS.register(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two, checker=_check_scatter,
-                   inlines=(3,), scatter=lambda node: _sizes(node.args[2]))(_scatter)
+                   gathers=(2, 3), inlines=True,
+                   scatter=lambda node: None if computed_pointwise(node) else _sizes(node.args[2]))(_scatter)
