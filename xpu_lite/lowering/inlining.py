@@ -14,6 +14,7 @@ from .._torch_compat import sym_expr
 from .decisions import Decision, DecisionKind
 from .registry import LOWERINGS
 from .moves import writes
+from .scatter import computed_pointwise
 from .space import mapped_root, maps_coordinates, sizes_of, view_root
 
 aten = torch.ops.aten
@@ -24,7 +25,8 @@ def inlined_producers(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) 
     (LOWERINGS.inlined_args: cat, pad, flip, slice_scatter's source, pools, a lookup's index
     tensor, a scatter's values), or pointwise ops through slices, permutes and last-dim
     splits (_computed_through), or pointwise and placing ops as operands where the node is
-    a fill (0-dim too) or a value of inputs they broadcast (_of_inputs),
+    a fill (0-dim too) or a value of inputs they broadcast, or a scatter into a fill
+    computed pointwise from inputs (_of_inputs),
     or other such producers, or those views of them: each reader
     computes the producer's element where it reads it, from the producer's inputs loaded
     there, rather than a kernel of its own storing it first (`-x2` in `cat((-x2, x1))`,
@@ -119,15 +121,23 @@ def _of_inputs(user: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, De
     no run of node's shape would give user: Gemma's RMSNorm scales by `1 + weight`, an add
     of 64 values that was a kernel of its own and the product a third kernel after the
     norm's; the product now joins the norm's kernel. What a kernel computes stays a member
-    of a run: the row values of a reduction are computed where its rows are."""
-    if not (LOWERINGS.pointwise(node) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user)) and _read_as_operand(user, node)):
+    of a run: the row values of a reduction are computed where its rows are. A scatter
+    into a fill computed pointwise (scatter.computed_pointwise) from such inputs is read
+    wherever it is read, as a fill is: a load of its row's position and a compare
+    (cross_entropy's gradient, computed in log_softmax's gradient kernel: no logits-sized
+    one-hot stored between them where a row value came in between)."""
+    one_hot = computed_pointwise(node)
+    if not ((LOWERINGS.pointwise(node) or one_hot) and (LOWERINGS.pointwise(user) or LOWERINGS.places(user))
+            and _read_as_operand(user, node)):
         return False
     if LOWERINGS.fills(node):
         return True
     view = lambda n: n.name in decisions and decisions[n.name].kind is DecisionKind.VIEW  # noqa: E731
     if any(n.name in decisions and decisions[n.name].kind is DecisionKind.KERNEL
-           for n in (view_root(a, view) for a in node.all_input_nodes)):
+           for n in (view_root(a, view) for a in node.all_input_nodes if not (one_hot and a is node.args[0]))):
         return False
+    if one_hot:
+        return True
     ours, theirs = sizes_of(node), sizes_of(user)
     lead = len(theirs) - len(ours)
     return lead >= 0 and (any(n != 1 for n in theirs[:lead]) or any(m == 1 and n != 1 for m, n in zip(ours, theirs[lead:])))

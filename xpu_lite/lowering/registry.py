@@ -51,8 +51,9 @@ class Lowering:
     # it loads from at loaded positions, KernelBuilder.gather_at)
     inlines: bool | tuple[int, ...] = False
     # each element is one element of a gathered input, or a value of the node's own (cat, pad,
-    # flip, repeat, slice/select/diagonal_scatter): computed at other coordinates as cheaply as
-    # at its own, so an inlined producer may be one (inlining.inlined_producers)
+    # flip, repeat, slice/select/diagonal_scatter, a scatter computed pointwise): computed at
+    # other coordinates as cheaply as at its own, so an inlined producer may be one
+    # (inlining.inlined_producers)
     places: bool = False
     # a lookup (gather.py): an index tensor of the node's own shape is read at the element's
     # own coordinates, so a pointwise kernel that computes it reads it in registers
@@ -135,9 +136,10 @@ class LoweringRegistry:
         return entry.gathers if entry.inlines is True else entry.inlines
 
     def places(self, node: torch.fx.Node) -> bool:
-        """Whether node's rule places its inputs' elements (see Lowering)."""
+        """Whether node's rule places its inputs' elements (see Lowering); a scatter's only
+        where it is computed pointwise (no scatter space: scatter.computed_pointwise)."""
         entry = self._table.get(node.target)
-        return entry is not None and entry.places
+        return entry is not None and entry.places and (entry.scatter is None or entry.scatter(node) is None)
 
     def indexes_in_place(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """A lookup's index tensors that have its own shape: read at the element's own

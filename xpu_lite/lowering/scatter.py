@@ -16,6 +16,10 @@ decomp/scatters.py); on a GPU the adds to one element run
 in any order, so float sums may differ from eager's in the last bits and from run to run,
 and with torch.use_deterministic_algorithms(True) float adds stay eager. Where one
 position is written twice without accumulate, which value wins is unspecified, as in eager.
+
+A scatter into a fill with one position per row (computed_pointwise: nll_loss's gradient)
+has no such kernel: each element is computed where it is read, the value where its
+coordinate is its row's position, and the position asserted in range (ir.Check).
 """
 from __future__ import annotations
 
@@ -278,5 +282,5 @@ def _writable(x: torch.fx.Node, node: torch.fx.Node, decisions: dict[str, Decisi
 LOWERINGS.register(aten.index_put.default, aten._unsafe_index_put.default, checker=_check_index_put, inlines=(2,),
                    scatter=lambda node: indexed_shape(node.args[0], node.args[1]))(_index_put)
 LOWERINGS.register(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two, checker=_check_scatter,
-                   gathers=(2, 3), inlines=True,
+                   gathers=(2, 3), inlines=True, places=True,
                    scatter=lambda node: None if computed_pointwise(node) else _sizes(node.args[2]))(_scatter)
