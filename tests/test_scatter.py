@@ -4,7 +4,9 @@ scatter.py), the backward of embedding, gather, indexing and nll_loss. The resul
 buffer of its own (its input's where nothing else reads it, else a copy), then a kernel
 stores or atomically adds each value at its position. On cpu the interpreter adds in index
 order, so results are bitwise eager's, accumulation included; a position out of range
-raises xpu_lite.IndexOutOfRange as eager raises.
+raises xpu_lite.IndexOutOfRange as eager raises. A scatter of one position per row into
+a fill (nll_loss's gradient) is computed pointwise where it is read, its positions
+asserted all the same.
 """
 from __future__ import annotations
 
