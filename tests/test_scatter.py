@@ -227,6 +227,15 @@ def test_one_position_per_row_into_a_fill_is_computed_pointwise(device: str, dty
     assert [d.kind for d in scatters] == [DecisionKind.KERNEL] * 4, [d.why() for d in scatters]
     assert ["at loaded positions" in d.kernel for d in scatters] == [False, False, False, True], [d.kernel for d in scatters]
 
+    def sized_apart(x, y, i):  # the fill's rows b * (s + t), the index's b * s + b * t: equal under the guards (falcon's)
+        rows = x.shape[0] * (x.shape[1] + y.shape[1])
+        return torch.zeros(rows, 6, device=x.device).scatter(1, i.reshape(x.shape[0] * x.shape[1] + x.shape[0] * y.shape[1], 1), 1.0)
+
+    x, y, i = torch.randn(2, 3, device=device), torch.randn(2, 4, device=device), torch.randint(0, 6, (14,), device=device)
+    with capture() as reports:
+        assert_bitwise(torch.compile(sized_apart, backend="xpu_lite", dynamic=True)(x, y, i), sized_apart(x, y, i))
+    assert not any("at loaded positions" in d.kernel for d in reports[0].decisions), [d.kernel for d in reports[0].decisions]
+
     def loss(h, w, t):  # a causal LM's: logits upcast, shifted, flattened; nll_loss's row weights come after the scatter
         logits = (h @ w).float()
         return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1), ignore_index=-100)

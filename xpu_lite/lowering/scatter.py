@@ -29,7 +29,7 @@ import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import provably_positive
+from .._torch_compat import provably_equal, provably_positive
 from . import ir
 from .decisions import Decision, DecisionKind
 from .gather import _index_rejection, _message, _position, index_positions, indexed_shape
@@ -148,10 +148,10 @@ def computed_pointwise(node: torch.fx.Node) -> bool:
     x, dim, index = node.args[:3]
     if not isinstance(x, torch.fx.Node) or x.target not in (aten.full.default, aten.full_like.default):
         return False
-    sizes, covered = _sizes(x), _sizes(index)
-    d = dim % len(sizes)
-    return (covered[d] == 1 and all(c == n for k, (c, n) in enumerate(zip(sizes, covered)) if k != d)
-            and provably_positive(sizes[d], node.meta["val"]))
+    sizes, covered, fake = _sizes(x), _sizes(index), node.meta["val"]
+    d = dim % len(sizes)  # sizes equal under the guards count (falcon's b * (past + t) and b * past + b * t)
+    return (covered[d] == 1 and all(provably_equal(c, n, fake) for k, (c, n) in enumerate(zip(sizes, covered)) if k != d)
+            and provably_positive(sizes[d], fake))
 
 
 def _filled_with_a_number(x: torch.fx.Node) -> bool:
