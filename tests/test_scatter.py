@@ -227,7 +227,7 @@ def test_one_position_per_row_into_a_fill_is_computed_pointwise(device: str, dty
     assert [d.kind for d in scatters] == [DecisionKind.KERNEL] * 4, [d.why() for d in scatters]
     assert ["at loaded positions" in d.kernel for d in scatters] == [False, False, False, True], [d.kernel for d in scatters]
 
-    def sized_apart(x, y, i):  # the fill's rows b * (s + t), the index's b * s + b * t: equal under the guards (falcon's)
+    def sized_apart(x, y, i):  # the fill's rows b * (s + t), the index's b * s + b * t: equal, not the same expression
         rows = x.shape[0] * (x.shape[1] + y.shape[1])
         return torch.zeros(rows, 6, device=x.device).scatter(1, i.reshape(x.shape[0] * x.shape[1] + x.shape[0] * y.shape[1], 1), 1.0)
 

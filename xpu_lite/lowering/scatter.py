@@ -149,7 +149,7 @@ def computed_pointwise(node: torch.fx.Node) -> bool:
     if not isinstance(x, torch.fx.Node) or x.target not in (aten.full.default, aten.full_like.default):
         return False
     sizes, covered, fake = _sizes(x), _sizes(index), node.meta["val"]
-    d = dim % len(sizes)  # sizes equal under the guards count (falcon's b * (past + t) and b * past + b * t)
+    d = dim % len(sizes)  # sizes equal under the guards and runtime asserts count (falcon's b * (past + t) and b * t)
     return (covered[d] == 1 and all(provably_equal(c, n, fake) for k, (c, n) in enumerate(zip(sizes, covered)) if k != d)
             and provably_positive(sizes[d], fake))
 
