@@ -136,6 +136,11 @@ def _check_scatter(node: torch.fx.Node) -> str | None:
     return _accumulate_rejection(dtype) if node.target is aten.scatter_add.default else None
 
 
+def _a_fill(x: Any) -> bool:
+    """`x` is a full/full_like node (of any value: a number, NaN, a symbol)."""
+    return isinstance(x, torch.fx.Node) and x.target in (aten.full.default, aten.full_like.default)
+
+
 def computed_pointwise(node: torch.fx.Node) -> bool:
     """A scatter (of src or of a value) into a fill, one position per row along dim
     (index.size(dim) == 1) and the index covering the fill in its other dims: each element
@@ -146,7 +151,7 @@ def computed_pointwise(node: torch.fx.Node) -> bool:
     if node.target not in (aten.scatter.src, aten.scatter.value):
         return False
     x, dim, index = node.args[:3]
-    if not isinstance(x, torch.fx.Node) or x.target not in (aten.full.default, aten.full_like.default):
+    if not _a_fill(x):
         return False
     sizes, covered, fake = _sizes(x), _sizes(index), node.meta["val"]
     d = dim % len(sizes)  # sizes equal under the guards and runtime asserts count (falcon's b * (past + t) and b * t)
@@ -156,7 +161,7 @@ def computed_pointwise(node: torch.fx.Node) -> bool:
 
 def _filled_with_a_number(x: torch.fx.Node) -> bool:
     """`x` is full/full_like of a number that is not NaN."""
-    if x.target not in (aten.full.default, aten.full_like.default):
+    if not _a_fill(x):
         return False
     value = x.args[1]
     return isinstance(value, (int, float)) and value == value
