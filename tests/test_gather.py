@@ -127,6 +127,35 @@ def test_a_position_out_of_range_raises_as_in_eager(bad: str) -> None:
     raise_as_in_eager(cases)
 
 
+@pytest.mark.parametrize("checks_bounds", [False, True])
+def test_an_interpreted_launch_has_the_gpus_debug_option_and_no_overflow_sanitizing(checks_bounds: bool) -> None:
+    """On cpu a launch runs with Triton's debug option as a GPU launch compiles it (on for a
+    kernel with a bounds assert) and without integer-overflow sanitizing, whose assert debug
+    off drops but whose int64 arithmetic the interpreter still computed (half of an
+    interpreted pooling test's time); the interpreter's options are as before afterwards,
+    also when the launch raises."""
+    from triton.runtime import interpreter
+
+    from xpu_lite import runtime
+
+    seen, before = [], interpreter.interpreter_builder.options
+
+    class Kernel:
+        def __getitem__(self, grid):
+            def launch(fail: bool) -> None:
+                seen.append(interpreter.interpreter_builder.options)
+                if fail:
+                    raise RuntimeError("the kernel failed")
+            return launch
+
+    launcher = runtime._QuietInterpreter(Kernel(), checks_bounds)
+    launcher[(1,)](False)
+    with pytest.raises(RuntimeError, match="the kernel failed"):
+        launcher[(1,)](True)
+    assert [(o.debug, o.sanitize_overflow) for o in seen] == [(checks_bounds, False)] * 2
+    assert interpreter.interpreter_builder.options is before
+
+
 def test_a_lookup_nothing_reads_still_checks_its_positions() -> None:
     """`zeros_like(x[idx])`: eager computes x[idx], raising on a bad position, and throws
     the values away. The kernel's load of them is dead, yet its bounds assert stays (before

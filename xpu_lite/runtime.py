@@ -196,16 +196,13 @@ class _QuietInterpreter:
         launch = self.kernel[grid]
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            with np.errstate(all="ignore"):
-                if not self.checks_bounds:
+            with np.errstate(all="ignore"), _interpreter_options(self.checks_bounds):
+                try:
                     return launch(*args, **kwargs)
-                with _interpreter_debug():
-                    try:
-                        return launch(*args, **kwargs)
-                    except Exception as exc:  # the interpreter wraps what the kernel raised
-                        if isinstance(exc.__cause__, AssertionError):
-                            raise IndexOutOfRange(str(exc.__cause__)) from None
-                        raise
+                except Exception as exc:  # the interpreter wraps what the kernel raised
+                    if self.checks_bounds and isinstance(exc.__cause__, AssertionError):
+                        raise IndexOutOfRange(str(exc.__cause__)) from None
+                    raise
 
         return run
 
@@ -217,14 +214,17 @@ class IndexOutOfRange(IndexError, RuntimeError):
 
 
 @contextlib.contextmanager
-def _interpreter_debug() -> Iterator[None]:
-    """Triton's interpreter with device asserts on (its options are one module-level
-    object, fixed at import; a launch reads them as it runs)."""
+def _interpreter_options(debug: bool) -> Iterator[None]:
+    """Triton's interpreter with device asserts on or off, as a GPU launch compiles them
+    (gpu_launch_options), and no integer-overflow sanitizing: with debug off its assert is
+    dropped, but the interpreter computes its int64 operation and comparisons all the same,
+    about half of a launch's time in index arithmetic. (Its options are one module-level
+    object, fixed at import; a launch reads them as it runs.)"""
     from triton.runtime import interpreter
 
     builder = interpreter.interpreter_builder
     saved = builder.options
-    builder.options = dataclasses.replace(saved, debug=True, sanitize_overflow=False)
+    builder.options = dataclasses.replace(saved, debug=debug, sanitize_overflow=False)
     try:
         yield
     finally:
