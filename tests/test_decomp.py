@@ -314,10 +314,20 @@ def _mutate_broadcast(x, y):
     return x + 0, a
 
 
+@pytest.fixture
+def unlisted_aliasing(monkeypatch):
+    """policy.ALIASING_CIA empty for the test, and no plan made with or without it cached
+    (build_plan makes one per config) before or after it."""
+    monkeypatch.setattr(xpu_lite.decomp.plan, "ALIASING_CIA", frozenset())
+    xpu_lite.decomp.plan.build_plan.cache_clear()
+    yield
+    xpu_lite.decomp.plan.build_plan.cache_clear()
+
+
 @pytest.mark.parametrize("listed", [True, False], ids=["listed", "found while tracing"])
-def test_composite_ops_returning_views_are_decomposed(monkeypatch, listed) -> None:
+def test_composite_ops_returning_views_are_decomposed(request, listed) -> None:
     if not listed:  # the trace finds the aliasing body itself, and traces again with it decomposed
-        monkeypatch.setattr(xpu_lite.decomp.plan, "ALIASING_CIA", frozenset())
+        request.getfixturevalue("unlisted_aliasing")
     x, y = torch.randn(3), torch.randn(3)
     eager_x, compiled_x = x.clone(), x.clone()
     expected = _mutate_broadcast(eager_x, y)
@@ -329,13 +339,13 @@ def test_composite_ops_returning_views_are_decomposed(monkeypatch, listed) -> No
 @pytest.mark.parametrize("listed", [True, False], ids=["listed", "found while tracing"])
 @pytest.mark.parametrize("mode", ["lite", None])
 def test_a_derivative_formula_calling_an_aliasing_composite_retraces_without_reporting_an_error(
-        mode, listed, recwarn, monkeypatch) -> None:
+        mode, listed, recwarn, request) -> None:
     # embedding's sparse backward (embedding_backward -> embedding_sparse_backward ->
     # _sparse_coo_tensor_unsafe) returns views of the incoming gradient. They are listed
     # (policy.ALIASING_CIA), so one trace does; unlisted, each is found while tracing,
     # inside autograd's engine, which AOTAutograd runs in anomaly mode, and traced again
     if not listed:
-        monkeypatch.setattr(xpu_lite.decomp.plan, "ALIASING_CIA", frozenset())
+        request.getfixturevalue("unlisted_aliasing")
     torch.manual_seed(0)
     eager = torch.nn.Embedding(20, 6, sparse=True)
     module = copy.deepcopy(eager)

@@ -52,6 +52,8 @@ class DecompPlan:
     table: dict[Any, Callable[..., Any]]  # what AOTAutograd gets: region-gated decompositions
     preserved_cia: frozenset[torch._ops.OpOverload]  # CIA ops kept as one node when not selected
     kept: dict[Any, str]  # op -> why it is never decomposed (policy + keep_ops)
+    # tracing's python-dispatcher kernels for preserved_cia, made at the plan's first trace
+    _cia_kernels: dict[Any, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
 
     def decomposes(self, op: Any) -> bool:
         """At trace time: should `op`, called right now, be decomposed?"""
@@ -79,6 +81,15 @@ class DecompPlan:
             raise AssertionError(f"xpu_lite: {op} is not preserved by this plan")
         return dataclasses.replace(self, preserved_cia=self.preserved_cia - {op})
 
+    def cia_kernels(self) -> dict[torch._ops.OpOverload, tuple[Callable[..., Any], Callable[..., Any]]]:
+        """Per preserved CIA op, (autograd kernel, CIA kernel) for compat.override_cia_kernels;
+        made once per plan (a thousand closures: per compile, they cost more in the garbage
+        collector's passes they set off than to make), each trace's state in _TRACE."""
+        if not self._cia_kernels:
+            self._cia_kernels.update({op: (_autograd_kernel(self, op), _gated(self, op, _decomposition(op), compat.cia_decomposition(op)))
+                                      for op in self.preserved_cia})
+        return self._cia_kernels
+
     def summary(self) -> str:
         lines = [
             f"mode: {self.config.mode}",
@@ -103,7 +114,10 @@ def _float_beyond_its_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bo
     return any(type(a) is float and math.isfinite(a) and abs(a) > limit for a in operands)
 
 
+@functools.lru_cache(maxsize=16)
 def build_plan(config: LiteConfig) -> DecompPlan:
+    """The plan for a config, made once per config (LiteConfig is frozen): a compile's
+    plan and its kernels are the same objects as the last compile's with those options."""
     decompose, keep = policy()
     kept = dict(keep)
     kept.update({op: "keep_ops option" for op in config.keep_ops})
@@ -138,22 +152,36 @@ def mark_higher_order_compile_ops(gm: torch.fx.GraphModule, config: LiteConfig) 
     return len(calls)
 
 
+class _Trace(threading.local):
+    """What the kept ops' kernels share during the trace under way on this thread: the
+    verdict per call signature (_verdict) and the states the ops' bodies read, as the trace
+    began (STATE_DEPENDENT_CIA)."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[Any, tuple[bool, list[int]]] = {}
+        self.states: dict[torch._ops.OpOverload, Any] = {}
+
+
+_TRACE = _Trace()
+
+
 @contextlib.contextmanager
 def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
     """Apply the plan to the CIA ops (and to cuDNN batch norm, `cudnn.py`) for the duration
     of one AOTAutograd trace."""
-    verdicts: dict[Any, tuple[bool, list[int]]] = {}  # _verdict per call signature, for this trace
-    states = {op: state() for op, state in STATE_DEPENDENT_CIA.items()}  # as the trace begins
-    kernels = {op: (_autograd_kernel(plan, op, verdicts, states.get(op)),
-                    _gated(plan, op, _decomposition(op), compat.cia_decomposition(op))) for op in plan.preserved_cia}
-    with (
-        compat.enable_python_dispatcher(),
-        compat.override_fake_rules(statistics_fake_rules(device_type), static=True),
-        compat.override_cia_kernels(kernels, [device_type]),
-        eager_cudnn_batch_norm(plan.decomposes, device_type),
-        eager_derivatives(plan.decomposes_call, functools.partial(_selected, plan), device_type),
-    ):
-        yield
+    outer = _TRACE.verdicts, _TRACE.states
+    _TRACE.verdicts, _TRACE.states = {}, {op: state() for op, state in STATE_DEPENDENT_CIA.items()}
+    try:
+        with (
+            compat.enable_python_dispatcher(),
+            compat.override_fake_rules(statistics_fake_rules(device_type), static=True),
+            compat.override_cia_kernels(plan.cia_kernels(), [device_type]),
+            eager_cudnn_batch_norm(plan.decomposes, device_type),
+            eager_derivatives(plan.decomposes_call, functools.partial(_selected, plan), device_type),
+        ):
+            yield
+    finally:
+        _TRACE.verdicts, _TRACE.states = outer
 
 
 def _selected(plan: DecompPlan, op: Any) -> contextlib.AbstractContextManager[None]:
@@ -183,8 +211,7 @@ def _decomposition(op: torch._ops.OpOverload) -> Callable[..., Any]:
     return own_decomposition(op) or compat.cia_decomposition(op)
 
 
-def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
-                     verdicts: dict[Any, tuple[bool, list[int]]], state: Any = None) -> Callable[..., Any]:
+def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload) -> Callable[..., Any]:
     original = _decomposition(op)
     eager = EAGER_CIA_BODIES.get(op, compat.cia_decomposition(op))
 
@@ -197,7 +224,8 @@ def _autograd_kernel(plan: DecompPlan, op: torch._ops.OpOverload,
             # else our decomposition keeps this call (a uint8 upsample): as an op not decomposed
         flat, spec = tree_flatten((args, kwargs))
         requires_grad = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in flat)
-        why = _op_by_op(op, flat, spec, state, requires_grad, verdicts)
+        verdicts = _TRACE.verdicts
+        why = _op_by_op(op, flat, spec, _TRACE.states.get(op), requires_grad, verdicts)
         if why is not None:
             with fx_traceback.annotate({OP_BY_OP_KEY: f"{op}, run op by op: {why}"}):  # explain() says why
                 return eager(*args, **kwargs)
