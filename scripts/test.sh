@@ -7,6 +7,6 @@ bash scripts/bootstrap.sh
 # lowerings at import, custom ops returning aliases), and a run here should fail as CI would
 export CI="${CI:-1}"
 # two worker processes (pytest-xdist): about half the time on two cores; "-n 0" runs in one.
-# worksteal: a worker that runs out takes queued tests from the other (the slowest, tools
-# and GPU-compile tests, come last in file order)
+# worksteal: a worker that runs out takes queued tests from the other (the slowest files
+# run first: tests/conftest.py)
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist worksteal "$@"  # no path: pytest.ini's testpaths (tests/)

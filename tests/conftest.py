@@ -33,6 +33,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     gc.unfreeze()
 
 
+# files of tests that take 15-80 s each (tools and benchmarks end to end, compiles for cuda)
+_SLOW_FILES = ("test_tools.py", "test_gpu_codegen.py", "test_demo.py", "test_flex_attention.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slowest files' tests first (otherwise in file order): the run then ends on short
+    tests, each worker busy to the end (pytest-xdist's worksteal shares what is queued),
+    where one of them ended alone on a test of a minute."""
+    items.sort(key=lambda item: item.path.name not in _SLOW_FILES)
+
+
 def skip_unless(device: str):
     return pytest.mark.skipif(not device_available(device), reason=f"no {device} device on this machine")
 

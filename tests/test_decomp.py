@@ -983,3 +983,18 @@ def test_dropout_that_drops_nothing_is_its_input_as_in_eager(mode) -> None:
         torch.testing.assert_close(got_out, want_out)
         torch.testing.assert_close(got_grads, want_grads)
     assert "clone" not in forward, forward
+
+
+def test_a_plan_and_its_kernels_are_made_once_per_config() -> None:
+    """build_plan is cached per config (a compile's plan is the last compile's with the
+    same options), its CIA kernels per plan; other options, or an op decomposed after all
+    (without_preserving), make their own."""
+    plan = build_plan(parse_config("lite", {}))
+    assert build_plan(parse_config("lite", {})) is plan
+    kept = build_plan(parse_config("lite", {"keep_ops": ["aten.add.Tensor"]}))
+    assert kept is not plan and torch.ops.aten.add.Tensor in kept.kept and torch.ops.aten.add.Tensor not in plan.kept
+    kernels = plan.cia_kernels()
+    assert plan.cia_kernels() is kernels and set(kernels) == set(plan.preserved_cia)
+    op = torch.ops.aten._fused_rms_norm.default
+    narrower = plan.without_preserving(op)
+    assert op in kernels and op not in narrower.cia_kernels() and op in plan.cia_kernels()
