@@ -135,6 +135,30 @@ def test_debug_dir_writes_each_stage(tmp_path: Path) -> None:
     assert "def kernel_0_mul(" in (graph_dir / "inference_kernel_0.py").read_text()
     assert "def call(args):" in (graph_dir / "inference_wrapper.py").read_text()
     assert "outside region" in (graph_dir / "inference_decisions.txt").read_text()
+    assert "def forward(" in (graph_dir / "dynamo_graph.py").read_text()
+    assert "torch.ops.aten." in (graph_dir / "inference_aten_graph.py").read_text()
+    assert (graph_dir / "decomp_plan.txt").read_text().startswith("mode: lite")
+
+
+def test_without_a_debug_dir_no_stage_is_printed(monkeypatch, tmp_path: Path) -> None:
+    """Printing a graph costs milliseconds of a compile: only a debug dir pays for it (Dynamo
+    prints its graph for its own structured log, which is not xpu_lite's to change)."""
+    printed_by: list[str] = []
+    print_readable, summary = torch.fx.GraphModule.print_readable, xpu_lite.decomp.plan.DecompPlan.summary
+
+    def recorded(method):
+        def wrapper(*args, **kwargs):
+            printed_by.append(sys._getframe(1).f_code.co_filename)
+            return method(*args, **kwargs)
+        return wrapper
+    monkeypatch.setattr(torch.fx.GraphModule, "print_readable", recorded(print_readable))
+    monkeypatch.setattr(xpu_lite.decomp.plan.DecompPlan, "summary", recorded(summary))
+    x = torch.randn(3, 4)
+    assert torch.equal(torch.compile(fn, backend="xpu_lite", mode="lite")(x), fn(x))
+    assert not [f for f in printed_by if "xpu_lite" in Path(f).parts], printed_by
+    torch._dynamo.reset()
+    torch.compile(fn, backend="xpu_lite", options={"mode": "lite", "debug_dir": str(tmp_path)})(x)
+    assert sum("xpu_lite" in Path(f).parts for f in printed_by) == 3, printed_by  # Dynamo's graph, the plan, the aten graph
 
 
 def test_debug_dir_of_a_distributed_run_has_a_folder_per_rank(tmp_path: Path) -> None:

@@ -65,13 +65,13 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list[Any], config: Lite
             gm, example_inputs, lambda flat_module, flat_inputs: compile_fx(gm, flat_inputs, config, flat_module))
     graph = f"graph_{next(_graph_ids)}"
     plan = build_plan(config)
-    write_stage(config.debug_dir, graph, "dynamo_graph.py", gm.print_readable(print_output=False))
+    write_stage(config.debug_dir, graph, "dynamo_graph.py", lambda: gm.print_readable(print_output=False))
     if rewrites := recompose(gm):
         log.debug("xpu_lite %s: undid Dynamo's decompositions: %s", graph, rewrites)
         write_stage(config.debug_dir, graph, "recomposed.txt", "\n".join(rewrites))
     if marked := mark_higher_order_compile_ops(gm, config):
         log.debug("xpu_lite %s: %d higher-order op node(s) of compile_ops traced as a region's", graph, marked)
-    write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary())
+    write_stage(config.debug_dir, graph, "decomp_plan.txt", plan.summary)
     device_type = compat.fake_tensor_device(example_inputs, gm)
     ddp_bucket = graph if compat.ddp_bucket(gm) else ""
     started = time.perf_counter()
@@ -217,8 +217,9 @@ def _compile_graph(gm: torch.fx.GraphModule, plan: DecompPlan, graph: str, kind:
         name, kind, config.mode, tuple(decisions.values()), code.emitted, code.source, tuple(sources),
         compile_s=time.perf_counter() - started, kernel_s=kernel_s, subgraph=subgraph,
     )
-    write_stage(config.debug_dir, graph, f"{stage}_aten_graph.py", gm.print_readable(print_output=False))
-    write_stage(config.debug_dir, graph, f"{stage}_decisions.txt", format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
+    write_stage(config.debug_dir, graph, f"{stage}_aten_graph.py", lambda: gm.print_readable(print_output=False))
+    write_stage(config.debug_dir, graph, f"{stage}_decisions.txt",
+                lambda: format_table(("graph", "node", "op", "decision", "reason"), report.rows()))
     for i, source in enumerate(sources):
         write_stage(config.debug_dir, graph, f"{stage}_kernel_{i}.py", source)
     write_stage(config.debug_dir, graph, f"{stage}_wrapper.py", code.source)
