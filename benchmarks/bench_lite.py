@@ -1,19 +1,22 @@
 """Compile time and per-call time of xpu_lite (mode="lite") against aot_eager, eager and
 Inductor, measured side by side in one process, dynamic=True.
 
-    python benchmarks/bench_lite.py [--device cpu] [--no-inductor] [--no-training] [--write docs/benchmarks.md]
+    python benchmarks/bench_lite.py [--device cpu] [--no-inductor] [--no-training] [--rounds 3] [--write docs/benchmarks.md]
 
 Cases: the demo's 4-layer transformer block and a 50-op pointwise chain, each at four
 sizes, in inference; a custom op writing rows into a 64 MiB cache (a graph input it
 mutates: `auto_functionalized_v2`, copies unless written in place); and a training step of
-the block (forward, sum, backward). Ratios, not
-absolute times, are what carry over between machines.
+the block (forward, sum, backward). Compiles are timed in rounds, the backends taking
+turns (a 0.3 s compile timed alone moves by a third with this shared machine's load), and
+each call of a backend next to a call of eager. Ratios, not absolute times, are what carry
+over between machines.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -76,50 +79,79 @@ def inference(model: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
     return lambda kwargs: model if kwargs is None else torch.compile(model, dynamic=True, **kwargs)
 
 
-def measure(name: str, make: Callable[..., Callable[..., Any]], inputs: list[torch.Tensor], backends: list[tuple[str, dict[str, Any]]], repeat: int) -> list[tuple[str, ...]]:
-    """Compile time (best of two) and per-call time, each call of the backend next to a call
-    of eager (interleaved, median of `repeat` per size): this machine is shared, so only
-    side-by-side ratios mean much. `make(kwargs)` gives the function to time (kwargs for
-    torch.compile; None: eager)."""
-    model = make(None)
-    results: dict[str, tuple[float, float, float, str]] = {}
-    for label, kwargs in backends:
-        compile_s = float("inf")
-        for _ in range(2):  # best of two: the first compile in a process also warms caches
+Backends = list[tuple[str, dict[str, Any]]]  # (label, torch.compile's kwargs)
+
+
+def compile_seconds(make: Callable[..., Callable[..., Any]], x: torch.Tensor, backends: Backends, rounds: int) -> dict[str, list[float]]:
+    """First-call seconds (the compile) of each backend in each of `rounds` rounds, after one
+    warm-up round that is not counted (the first compiles in a process also warm caches).
+    The backends take turns within a round, in reverse order every other round, so that
+    the machine's load hits them alike: the ratios to compare are those of one round."""
+    seconds: dict[str, list[float]] = {label: [] for label, _ in backends}
+    for turn in range(rounds + 1):
+        for label, kwargs in backends if turn % 2 else backends[::-1]:
             torch._dynamo.reset()
             compiled = make(kwargs)
             start = time.perf_counter()
-            compiled(inputs[0])
-            compile_s = min(compile_s, time.perf_counter() - start)
-        for x in inputs[1:]:
+            compiled(x)
+            if turn:
+                seconds[label].append(time.perf_counter() - start)
+    return seconds
+
+
+def compile_ratios(seconds: dict[str, list[float]], reference: str = "aot_eager") -> dict[str, tuple[float, float, float]]:
+    """Each backend's compile time over the reference's in the same round: (median, lowest,
+    highest) over the rounds."""
+    ratios = {label: [t / r for t, r in zip(times, seconds[reference])] for label, times in seconds.items()}
+    return {label: (statistics.median(values), min(values), max(values)) for label, values in ratios.items()}
+
+
+def measure(name: str, make: Callable[..., Callable[..., Any]], inputs: list[torch.Tensor], backends: Backends, repeat: int,
+            rounds: int) -> list[tuple[str, ...]]:
+    """Compile time (`compile_seconds`: the backends interleaved, median of `rounds`) and
+    per-call time, each call of the backend next to a call of eager (interleaved, median of
+    `repeat` per size): this machine is shared, so only side-by-side ratios mean much.
+    `make(kwargs)` gives the function to time (kwargs for torch.compile; None: eager)."""
+    model = make(None)
+    start = time.perf_counter()
+    seconds = compile_seconds(make, inputs[0], backends, rounds)
+    ratios = compile_ratios(seconds)
+    print(f"  {name}: {rounds} rounds of compiles (and one to warm up) in {time.perf_counter() - start:.1f} s", flush=True)
+    rows = []
+    for label, kwargs in backends:
+        torch._dynamo.reset()
+        compiled = make(kwargs)
+        for x in inputs:
             compiled(x)
         pairs = [side_by_side_seconds([lambda x=x: model(x), lambda x=x: compiled(x)], repeat) for x in inputs]
         eager, per_call = (sum(column) for column in zip(*pairs))
         per_size = " ".join(f"{c / e:.2f}" for e, c in pairs)
-        results[label] = (compile_s, per_call, eager, per_size)
-        print(f"  {name:18s} {label:22s} compile {compile_s:7.2f} s   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms; per size {per_size})", flush=True)
-    aot = results["aot_eager"][0]
-    return [
-        (name, label, f"{c:.2f}", f"{c / aot:.2f}", f"{p * 1e3:.3f}", f"{p / e:.2f}", per_size)
-        for label, (c, p, e, per_size) in results.items()
-    ]
+        compile_s, (ratio, low, high) = statistics.median(seconds[label]), ratios[label]
+        print(f"  {name:18s} {label:36s} compile {compile_s:6.2f} s, {ratio:.2f} ({low:.2f}-{high:.2f}) x aot_eager"
+              f"   per-call {per_call * 1e3:8.3f} ms (eager {eager * 1e3:.3f} ms; per size {per_size})", flush=True)
+        rows.append((name, label, f"{compile_s:.2f}", f"{ratio:.2f} ({low:.2f}-{high:.2f})", f"{per_call * 1e3:.3f}",
+                     f"{per_call / eager:.2f}", per_size))
+    return rows
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
     parser.add_argument("--no-inductor", action="store_true", help="skip Inductor (needs a C++ compiler on CPU; slow to compile)")
     parser.add_argument("--no-training", action="store_true", help="skip the training-step case")
     parser.add_argument("--repeat", type=int, default=200, help="interleaved calls per size (a quarter of it for training steps)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of compiles, the backends interleaved (after one round to warm up)")
     parser.add_argument("--write", default=None, help="append the table to this markdown file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.repeat < 1:
+        parser.error(f"--rounds and --repeat must be at least 1, not {args.rounds} and {args.repeat}")
     device = device_or_usage_error(parser, args.device)
     torch.manual_seed(0)
     torch.set_grad_enabled(False)
     # Dynamo's own `eager` backend runs the captured FX graph with the same Python bindings as
     # eager, no AOTAutograd and no wrapper: the floor of any backend that runs the ops one at a
     # time, as lite mode with no regions must.
-    backends: list[tuple[str, dict[str, Any]]] = [
+    backends: Backends = [
         ("Dynamo floor (eager backend)", {"backend": "eager"}),
         ("aot_eager", {"backend": "aot_eager"}),
         ("xpu_lite (lite)", {"backend": "xpu_lite", "mode": "lite"}),
@@ -145,8 +177,9 @@ def main() -> int:
         cases.append(("block training step" + no_region, training_step(trained), sizes, max(args.repeat // 4, 5)))
     rows: list[tuple[str, ...]] = []
     for name, make, inputs, repeat in cases:
-        rows += measure(name, make, inputs, backends, repeat)
-    header = ("case", "backend", "compile s", "compile / aot_eager", "per-call ms", "per-call / eager", "per size / eager")
+        rows += measure(name, make, inputs, backends, repeat, args.rounds)
+    header = ("case", "backend", "compile s (median)", "compile / aot_eager (range)", "per-call ms", "per-call / eager",
+              "per size / eager")
     table = format_table(header, rows)
     print("\n" + table)
     if args.write:

@@ -296,6 +296,34 @@ def test_bench_models_times_a_training_step(capsys, tmp_path) -> None:
     assert ", training step" in written.read_text().splitlines()[1]
 
 
+def test_bench_lite_times_compiles_in_interleaved_rounds(capsys) -> None:
+    """benchmarks/bench_lite.py: the backends' compiles take turns (order reversed every other
+    round, a first round to warm up not counted) and each ratio is taken within one round,
+    so a spell of load on the machine hits both sides of it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_lite
+
+    turns: list[str] = []
+
+    def make(kwargs):
+        def first_call(x):
+            turns.append(kwargs["name"])
+        return first_call
+
+    backends = [("a", {"name": "a"}), ("aot_eager", {"name": "aot_eager"}), ("b", {"name": "b"})]
+    seconds = bench_lite.compile_seconds(make, torch.zeros(1), backends, rounds=3)
+    warm_up, forward, backward = ["b", "aot_eager", "a"], ["a", "aot_eager", "b"], ["b", "aot_eager", "a"]
+    assert turns == warm_up + forward + backward + forward, turns
+    assert {label: len(times) for label, times in seconds.items()} == {"a": 3, "aot_eager": 3, "b": 3}
+    ratios = bench_lite.compile_ratios({"aot_eager": [1.0, 2.0, 4.0], "a": [1.5, 2.0, 2.0], "b": [3.0, 2.0, 4.0]})
+    # b: 3, 1 and 1 a round, so a median of 1, not the 3/2 of the medians
+    assert ratios == {"aot_eager": (1.0, 1.0, 1.0), "a": (1.0, 0.5, 1.5), "b": (1.0, 1.0, 3.0)}
+    for bad in (["--rounds", "0"], ["--repeat", "0"]):
+        with pytest.raises(SystemExit):
+            bench_lite.main(bad)
+        assert "must be at least 1" in capsys.readouterr().err
+
+
 def test_bench_memory_measures_a_training_steps_peak(capsys, tmp_path) -> None:
     """benchmarks/bench_memory.py: its measure is the most bytes allocated at once (two
     tensors of 4000 bytes alive together, then one freed before a third: 8000), and the
