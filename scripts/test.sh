@@ -8,5 +8,5 @@ bash scripts/bootstrap.sh
 export CI="${CI:-1}"
 # two worker processes (pytest-xdist): about half the time on two cores; "-n 0" runs in one.
 # worksteal: a worker that runs out takes queued tests from the other (the slowest files
-# run first: tests/conftest.py)
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist worksteal "$@"  # no path: pytest.ini's testpaths (tests/)
+# run first: tests/conftest.py); the 25 slowest tests listed at the end
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist worksteal --durations=25 "$@"  # no path: pytest.ini's testpaths (tests/)

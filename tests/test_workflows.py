@@ -35,12 +35,18 @@ def _compile(fn, mode: str, **kwargs):
 
 
 def _check(mode: str, actual, expected) -> None:
-    """Lite: bitwise. Default: close, and some of it ran as Triton kernels."""
+    """Lite: bitwise. Default: close, and some of it ran as Triton kernels. The absolute
+    tolerance of each tensor is ATOL times its largest magnitude (at least ATOL): a sum's
+    rounding grows with its terms, and eager's own order differs by cpu (a weight's gradient
+    of magnitude 46 was 3.8e-5 from eager's on an AVX2 cpu, both 2.4-2.6e-5 from float64)."""
     if mode == "lite":
         assert_bitwise(actual, expected)
-    else:
-        torch.testing.assert_close(actual, expected, rtol=RTOL, atol=ATOL)
-        assert xpu_lite.counters.kernel_launches > 0
+        return
+    pairs = zip(actual, expected, strict=True) if isinstance(actual, (list, tuple)) else [(actual, expected)]
+    for a, e in pairs:
+        scaled = isinstance(e, torch.Tensor) and e.numel() and (e.is_floating_point() or e.is_complex())
+        torch.testing.assert_close(a, e, rtol=RTOL, atol=ATOL * max(1.0, e.abs().max().item()) if scaled else ATOL)
+    assert xpu_lite.counters.kernel_launches > 0
 
 
 class _Mlp(torch.nn.Module):
