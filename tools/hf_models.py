@@ -14,6 +14,7 @@ installed it does not pull another one):
     python tools/hf_models.py                          # lite mode, inference and training
     python tools/hf_models.py --mode default           # Triton kernels, at --rtol
     python tools/hf_models.py --models llama,t5 --lengths 8,12,17 --no-training
+    python tools/hf_models.py --models t5 --no-inference   # training only
     python tools/hf_models.py --option eager_bindings=True   # any xpu_lite option, repeatable
     python tools/hf_models.py --mode default --lengths 8 --fallbacks   # what still runs eagerly, and why
     python tools/hf_models.py --dtype bfloat16 --mode default   # against a float64 copy of each model

@@ -43,7 +43,9 @@ def parser(description: str, models: dict[str, Any], sizes: str, sizes_default: 
     p.add_argument("--mode", choices=["lite", "default"], default="lite")
     p.add_argument("--models", default="", help=f"comma-separated, from: {', '.join(models)} (default all)")
     p.add_argument(f"--{sizes}", default=sizes_default, help=f"{sizes}, one compilation for all")
-    p.add_argument("--no-training", action="store_true", help="inference only")
+    phases = p.add_mutually_exclusive_group()
+    phases.add_argument("--no-training", action="store_true", help="inference only")
+    phases.add_argument("--no-inference", action="store_true", help="training only")
     p.add_argument("--rtol", type=float, default=1e-5, help="default mode (and lite with compile_ops) only: relative error per tensor")
     p.add_argument("--atol", type=float, default=1e-8,
                    help="default mode (and lite with compile_ops) only: per element, added to rtol's bound")
@@ -92,8 +94,8 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None, models: dict[str, 
 
 def run_models(args: argparse.Namespace, names: list[str], build: Callable[[str], tuple[Any, Run] | str],
                sizes: list[int], options: dict[str, Any]) -> int:
-    """Checks each model built by `build` (or prints why it is skipped), in inference and,
-    unless --no-training, in training, a line each; then the summary and, with --fallbacks,
+    """Checks each model built by `build` (or prints why it is skipped), unless --no-inference
+    in inference and unless --no-training in training, a line each; then the summary and, with --fallbacks,
     the eager calls by op and reason. The exit status: 1 if any failed."""
     failed = known = 0
     fallbacks: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -106,7 +108,7 @@ def run_models(args: argparse.Namespace, names: list[str], build: Callable[[str]
         model, run = built
         if args.autocast:
             run = autocast(run, getattr(torch, args.autocast))
-        for training in (False,) if args.no_training else (False, True):
+        for training in (False,) if args.no_training else (True,) if args.no_inference else (False, True):
             verdict = check(model.train(training), run, sizes, args.mode, training, args.rtol, args.atol, options, fallbacks,
                             getattr(torch, args.autocast) if args.autocast else None)
             failed += verdict.startswith("FAIL")
