@@ -334,9 +334,17 @@ def test_a_constant_tensor_of_the_graph_is_a_constant_not_a_fallback() -> None:
 def test_an_allocation_is_aten_by_design_even_under_strict() -> None:
     """`torch.empty` (and `torch.empty_permuted`, before 2026-11-26 "no lowering") has no
     values for a kernel to compute: aten allocates, by design (the `aten kernel` reason, as
-    matmul's), so strict=True does not raise on it."""
+    matmul's), so strict=True does not raise on it. Here slice assignments read each
+    allocation (the part they leave is the base's); one that only a fill reads (`fill_`,
+    `full_like`: registered as reading nothing of it, since 2026-12-03) is not made at all."""
     def f(x: torch.Tensor) -> torch.Tensor:
-        return torch.empty(x.shape[0], 3, device=x.device).fill_(2.0) + x + torch.empty_permuted((x.shape[0], 3), (1, 0)).fill_(1)
+        e = torch.empty(x.shape[0], 3, device=x.device)
+        e[:, 1:] = 2.0
+        e[:, :1] = x[:, :1]
+        p = torch.empty_permuted((x.shape[0], 3), (1, 0))
+        p[:, :2] = 1.0
+        p[:, 2:] = x[:, 2:]
+        return e + x + p
 
     report = xpu_lite.explain(f, torch.randn(4, 3), dynamic=True)
     reasons = _reasons(report.graphs[0])
@@ -345,6 +353,15 @@ def test_an_allocation_is_aten_by_design_even_under_strict() -> None:
     compiled = torch.compile(f, backend="xpu_lite", options={"strict": True}, dynamic=True)
     x = torch.randn(5, 3)
     assert torch.equal(compiled(x), f(x))
+
+    def filled(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty(x.shape[0], 3, device=x.device).fill_(2.0) + x + torch.full_like(x.sort().values, 1.0)
+
+    rows = xpu_lite.explain(filled, torch.randn(4, 3), dynamic=True).graphs[0].rows()
+    assert {row[2]: row[3] for row in rows if row[2] in ("aten.empty.memory_format", "aten.sort.default")} == {
+        "aten.empty.memory_format": "fallback (dead, removed)", "aten.sort.default": "fallback (dead, removed)"}, rows
+    compiled = torch.compile(filled, backend="xpu_lite", dynamic=True)
+    assert torch.equal(compiled(x), filled(x))
 
 
 def test_meta_tensors_run_eagerly_saying_why() -> None:

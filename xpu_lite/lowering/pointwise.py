@@ -448,5 +448,7 @@ _LITERAL_FILL = (_fill_ok, "a fill value that is a kernel literal, an int symbol
 _reg((aten.full.default,), checker(READABLE, READABLE, _SAME_DEVICE, extra=_LITERAL_FILL), _full)
 _SCALAR_TENSORS = (aten.scalar_tensor.default, prims.scalar_tensor.default)  # prims': xlogy's with a Python number
 _reg(_SCALAR_TENSORS, checker(READABLE, READABLE, _SAME_DEVICE), _full)
-_reg((aten.fill.Scalar,), checker(READABLE, READABLE), _full)
-_reg((aten.full_like.default,), checker(READABLE, READABLE, {**_SAME_DEVICE, "memory_format": None}, extra=_LITERAL_FILL), _full)
+# the tensor argument gives the result's size and dtype, which the node's meta has: the kernel reads nothing of it
+LOWERINGS.register(aten.fill.Scalar, checker=checker(READABLE, READABLE), unread=(0,))(_full)
+LOWERINGS.register(aten.full_like.default, checker=checker(READABLE, READABLE, {**_SAME_DEVICE, "memory_format": None},
+                                                           extra=_LITERAL_FILL), unread=(0,))(_full)
