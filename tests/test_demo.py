@@ -26,9 +26,9 @@ def test_demo_quick_runs_and_reports() -> None:
 def test_demo_rejects_unknown_command(capsys) -> None:
     from xpu_lite.__main__ import main
 
-    with pytest.raises(SystemExit) as exit:
+    with pytest.raises(SystemExit) as raised:
         main(["demoo"])
-    assert exit.value.code == 2 and "invalid choice: 'demoo'" in capsys.readouterr().err
+    assert raised.value.code == 2 and "invalid choice: 'demoo'" in capsys.readouterr().err
 
 
 def test_demo_names_the_devices_when_one_is_missing_or_unknown(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,9 +47,9 @@ def test_demo_names_the_devices_when_one_is_missing_or_unknown(capsys, monkeypat
         with monkeypatch.context() as m:
             for key, value in env.items():
                 m.setenv(key, value)
-            with pytest.raises(SystemExit) as exit:
+            with pytest.raises(SystemExit) as raised:
                 main(["demo", "--quick", *flags])
-        assert exit.value.code == 2 and expected in capsys.readouterr().err
+        assert raised.value.code == 2 and expected in capsys.readouterr().err
 
 
 def test_resolve_device() -> None:
