@@ -345,8 +345,8 @@ def _nan_to_num(b: Any, node: torch.fx.Node, x: Any, *params: Any) -> int:
 
 
 # -- the table -------------------------------------------------------------------------
-def _reg(targets: tuple[Any, ...], check: Callable[[torch.fx.Node], bool], rule: Rule) -> None:
-    LOWERINGS.register(*targets, checker=check)(rule)
+def _reg(targets: tuple[Any, ...], check: Callable[[torch.fx.Node], bool], rule: Rule, unread: tuple[int, ...] = ()) -> None:
+    LOWERINGS.register(*targets, checker=check, unread=unread)(rule)
 
 
 _FLOAT_UNARY = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
@@ -427,7 +427,7 @@ _reg((aten._to_copy.default,), checker(READABLE, READABLE, {"dtype": None, "layo
             "a copy of a tensor on its device")), _convert)
 _reg((aten.clone.default,), checker(READABLE, READABLE, {"memory_format": None}), _convert)
 _reg((aten.lift_fresh_copy.default,), checker(READABLE, READABLE), _convert)  # a fresh copy of a graph constant
-LOWERINGS.register(aten.copy.default, checker=checker(READABLE, READABLE, {"non_blocking": None}), unread=(0,))(_copy)
+_reg((aten.copy.default,), checker(READABLE, READABLE, {"non_blocking": None}), _copy, unread=(0,))
 _SAME_DEVICE = {"dtype": None, "layout": (torch.strided, None), "device": None, "pin_memory": (False, None)}
 # a literal; an int symbol (`torch.full(shape, k)` of an int argument under dynamic=True),
 # which the kernel takes as an int64 argument and converts once, as eager does; or a float
@@ -449,6 +449,6 @@ _reg((aten.full.default,), checker(READABLE, READABLE, _SAME_DEVICE, extra=_LITE
 _SCALAR_TENSORS = (aten.scalar_tensor.default, prims.scalar_tensor.default)  # prims': xlogy's with a Python number
 _reg(_SCALAR_TENSORS, checker(READABLE, READABLE, _SAME_DEVICE), _full)
 # the tensor argument gives the result's size and dtype, which the node's meta has: the kernel reads nothing of it
-LOWERINGS.register(aten.fill.Scalar, checker=checker(READABLE, READABLE), unread=(0,))(_full)
-LOWERINGS.register(aten.full_like.default, checker=checker(READABLE, READABLE, {**_SAME_DEVICE, "memory_format": None},
-                                                           extra=_LITERAL_FILL), unread=(0,))(_full)
+_reg((aten.fill.Scalar,), checker(READABLE, READABLE), _full, unread=(0,))
+_reg((aten.full_like.default,), checker(READABLE, READABLE, {**_SAME_DEVICE, "memory_format": None}, extra=_LITERAL_FILL), _full,
+     unread=(0,))
