@@ -58,6 +58,7 @@ __all__ = [
     "sym_expr",
     "cia_decomposition",
     "TorchDispatchMode",  # tools/model_check.py's rounding jitter
+    "guard_latency_unmeasured",  # the test suite's and the OpInfo sweep's compiles
     "tree_map",
 ]
 
@@ -806,3 +807,22 @@ def never_traced(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     set_code_exec_strategy(fn.__code__, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
     return fn
+
+
+@contextlib.contextmanager
+def guard_latency_unmeasured() -> Iterator[None]:
+    """Inside: Dynamo does not time a new frame's guards. After building them it runs them
+    once behind a flush of the cpu's caches (`profile_guard_manager`), for a compile metric
+    (`guard_latency_us`) and a debug log line only: ~27 ms a compiled frame on a 2-core cpu
+    machine, ~45 ms with the caches refilled after it, a quarter of a one-op compile's time
+    (2026-12-03). The test suite and tools/opinfo_sweep.py,
+    which compile thousands of frames, skip it; xpu_lite's backend never does (it is Dynamo's
+    and every backend's, and not ours to change for users)."""
+    from torch._dynamo import guards
+
+    original = guards.profile_guard_manager
+    guards.profile_guard_manager = lambda *args: 0.0
+    try:
+        yield
+    finally:
+        guards.profile_guard_manager = original
