@@ -27,10 +27,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     them, a fifth of a small compile's time. What the tests create is collected as usual.
     Unfrozen at the end, so that the interpreter's exit frees them as usual. Dynamo's guard
     timing, for its metrics only, is skipped for the session: a quarter of a small compile
-    (compat.guard_latency_unmeasured)."""
+    (compat.guard_latency_unmeasured); and OpInfo's sample iterators look for their unittest
+    test without reading the source of every frame of pytest's stack (~30 ms a test,
+    compat.opinfo_test_lookup_by_frames)."""
     gc.collect()
     gc.freeze()
     _SESSION.enter_context(compat.guard_latency_unmeasured())
+    _SESSION.enter_context(compat.opinfo_test_lookup_by_frames())
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
