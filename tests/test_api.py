@@ -427,20 +427,26 @@ def test_guard_latency_unmeasured_skips_dynamos_guard_timing_and_restores_it() -
 
 def test_opinfo_test_lookup_by_frames_finds_the_unittest_test_as_torchs_does() -> None:
     """The suite's OpInfo samples find their unittest test (for seeds and tracked inputs)
-    by walking frames (conftest): inside a TestCase's test method it is that method, in a
-    pytest function none, as torch's own lookup gives."""
+    by walking frames (conftest, where OpInfo is imported): inside a TestCase's test method
+    it is that method, in a pytest function none, as torch's own lookup gives; what was
+    there before is put back."""
     import unittest
 
     from torch.testing._internal import common_utils
     from torch.testing._internal.common_methods_invocations import op_db
+
+    from xpu_lite import _torch_compat as compat
 
     class Case(unittest.TestCase):
         def test_probe(self) -> None:
             self.found = common_utils.extract_test_fn()
             self.sample = next(iter(next(op for op in op_db if op.name == "sin").sample_inputs("cpu", torch.float32)))
 
-    case = Case("test_probe")
-    case.test_probe()
-    assert case.found is Case.test_probe and isinstance(case.sample.input, torch.Tensor)
-    assert common_utils.extract_test_fn() is None
-    assert common_utils.extract_test_fn.__module__ == "xpu_lite._torch_compat", "the suite reads every frame's source"
+    before = common_utils.extract_test_fn
+    with compat.opinfo_test_lookup_by_frames():
+        assert common_utils.extract_test_fn.__module__ == "xpu_lite._torch_compat", "torch's lookup, which reads every frame"
+        case = Case("test_probe")
+        case.test_probe()
+        assert case.found is Case.test_probe and isinstance(case.sample.input, torch.Tensor)
+        assert common_utils.extract_test_fn() is None
+    assert common_utils.extract_test_fn is before

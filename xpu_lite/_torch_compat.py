@@ -816,9 +816,9 @@ def guard_latency_unmeasured() -> Iterator[None]:
     once behind a flush of the cpu's caches (`profile_guard_manager`), for a compile metric
     (`guard_latency_us`) and a debug log line only: ~27 ms a compiled frame on a 2-core cpu
     machine, ~45 ms with the caches refilled after it, a quarter of a one-op compile's time
-    (2026-12-03). The test suite and tools/opinfo_sweep.py,
-    which compile thousands of frames, skip it; xpu_lite's backend never does (it is Dynamo's
-    and every backend's, and not ours to change for users)."""
+    (2026-12-03). The test suite and tools/opinfo_sweep.py, which compile thousands of
+    frames, skip it; xpu_lite's backend never does (it is Dynamo's and every backend's, and
+    not ours to change for users)."""
     from torch._dynamo import guards
 
     original = guards.profile_guard_manager
@@ -836,12 +836,16 @@ def opinfo_test_lookup_by_frames() -> Iterator[None]:
     frame's source and, per frame, searches sys.modules for its module: under pytest (a stack
     of ~50 frames, none a unittest.TestCase) ~30 ms for an iterator's first sample, against
     ~1 ms (2026-12-03), where the test itself takes 0.1-0.4 s. Same result, same seeds. For the
-    test suite (tests/conftest.py); OpInfo is torch's test database, not something xpu_lite runs."""
+    test suite (tests/conftest.py); OpInfo is torch's test database, not something xpu_lite runs.
+    Nothing to do where torch's test utilities are not imported (importing them sets torch's
+    test flags); OpInfo's module imported later takes the walk too."""
     import sys
     import unittest
 
-    from torch.testing._internal import common_utils
-    from torch.testing._internal.opinfo import core
+    common_utils = sys.modules.get("torch.testing._internal.common_utils")
+    if common_utils is None:
+        yield
+        return
 
     def extract_test_fn() -> Callable[..., Any] | None:
         try:
@@ -858,8 +862,13 @@ def opinfo_test_lookup_by_frames() -> Iterator[None]:
         return None
 
     original = common_utils.extract_test_fn
-    common_utils.extract_test_fn = core.extract_test_fn = extract_test_fn
+    modules = (common_utils, sys.modules.get("torch.testing._internal.opinfo.core"))
+    for module in filter(None, modules):
+        module.extract_test_fn = extract_test_fn
     try:
         yield
     finally:
-        common_utils.extract_test_fn = core.extract_test_fn = original
+        # opinfo.core, imported inside, took ours by name from common_utils
+        for module in (common_utils, sys.modules.get("torch.testing._internal.opinfo.core")):
+            if module is not None and module.extract_test_fn is extract_test_fn:
+                module.extract_test_fn = original
