@@ -513,8 +513,19 @@ def rms_norm_with_cpu_kernel():
             op._dispatch_cache.clear()
 
 
+@pytest.fixture
+def lite_plan_traced_before():
+    """The lite plan has traced the op before a later fixture registers a kernel for it:
+    which device types run a composite body is read at each trace, not kept with the plan."""
+    x = torch.randn(2, 4, requires_grad=True)
+    torch.compile(lambda x: torch.ops.aten._fused_rms_norm(x, [4], None, None)[0], backend="xpu_lite", mode="lite")(x).sum().backward()
+    torch._dynamo.reset()
+    xpu_lite.reset_counters()
+
+
 @pytest.mark.parametrize("uses_rstd", [False, True], ids=["output", "output_and_rstd"])
-def test_lite_training_of_a_composite_op_with_its_own_device_kernel(rms_norm_with_cpu_kernel, uses_rstd) -> None:
+def test_lite_training_of_a_composite_op_with_its_own_device_kernel(lite_plan_traced_before, rms_norm_with_cpu_kernel,
+                                                                    uses_rstd) -> None:
     """Where a kept CIA op has its own kernel on the device (_fused_rms_norm on cuda), eager
     differentiates it by its derivative formula, and so does the backward graph, bitwise
     (recomputing the composite body's VJP was 1 ulp off on an H100): _fused_rms_norm_backward
@@ -995,6 +1006,8 @@ def test_a_plan_and_its_kernels_are_made_once_per_config() -> None:
     assert kept is not plan and torch.ops.aten.add.Tensor in kept.kept and torch.ops.aten.add.Tensor not in plan.kept
     kernels = plan.cia_kernels()
     assert plan.cia_kernels() is kernels and set(kernels) == set(plan.preserved_cia)
+    installs = plan.cia_installs()  # with the rules made from each op's body
+    assert [i.op for i in installs] == list(kernels) and all(a is b for a, b in zip(plan.cia_installs(), installs))
     op = torch.ops.aten._fused_rms_norm.default
     narrower = plan.without_preserving(op)
     assert op in kernels and op not in narrower.cia_kernels() and op in plan.cia_kernels()

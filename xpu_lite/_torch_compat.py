@@ -10,7 +10,7 @@ import logging
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import sympy
 import torch
@@ -46,6 +46,8 @@ __all__ = [
     "dispatcher_op_names",
     "provably_equal",
     "override_cia_kernels",
+    "cia_installs",
+    "CiaInstall",
     "override_autograd_kernel",
     "call_past_python_kernels",
     "override_fake_rules",
@@ -381,51 +383,74 @@ def body_steps(op: torch._ops.OpOverload, flat: list[Any], spec: Any,
     return recorder.ops, fresh, out
 
 
-@contextlib.contextmanager
-def override_cia_kernels(
-    kernels: dict[torch._ops.OpOverload, tuple[Callable[..., Any], Callable[..., Any]]],
-    device_types: Iterable[str],
-) -> Iterator[None]:
-    """Install python-dispatcher kernels on CIA ops for the duration of one trace.
+class CiaInstall(NamedTuple):
+    """What override_cia_kernels puts on one CIA op (cia_installs)."""
 
-    `kernels[op] = (autograd_kernel, cia_kernel)`. The CIA kernel returning NotImplemented
-    tells make_fx and FakeTensorMode to keep the op as one node (the torch.export
-    mechanism, `_override_composite_implicit_decomp`); the autograd kernel decides what
-    happens above autograd on the device types where eager runs the composite body (not
-    where the op has a kernel of its own: `has_device_kernel`). Backend keys and the fake
-    rule keep the original composite body so that running the op (fake propagation,
-    constants) still works; where FakeTensorMode would use the op's Python reference, the
-    body is tried first.
+    op: torch._ops.OpOverload
+    autograd_kernel: Callable[..., Any]
+    original: Callable[..., Any]  # the op's composite body (cia_decomposition)
+    cia_kernel: Callable[..., Any]
+    body: Callable[..., Any]  # the composite body, checked not to return views of its inputs
+    fake_rule: Callable[..., Any]  # FakeTensorMode's rule for the op where it has none: the body
+
+
+def cia_installs(
+    kernels: dict[torch._ops.OpOverload, tuple[Callable[..., Any], Callable[..., Any]]],
+) -> tuple[CiaInstall, ...]:
+    """For override_cia_kernels, from `kernels[op] = (autograd_kernel, cia_kernel)`: each op's
+    kernels with its composite body and the rules made from it, made once for the caller to
+    keep (a plan keeps its own: made per trace, they took ~6 ms of each, two a compile,
+    2026-12-03). Which device types run the body is read from the dispatcher at each trace
+    (a kernel registered in between counts)."""
+    installs = []
+    for op, (autograd_kernel, cia_kernel) in kernels.items():
+        original = cia_decomposition(op)
+        body = _checked_body(op, original)
+        installs.append(CiaInstall(op, autograd_kernel, original, cia_kernel, body, _fake_rule(body)))
+    return tuple(installs)
+
+
+@contextlib.contextmanager
+def override_cia_kernels(installs: Iterable[CiaInstall], device_types: Iterable[str]) -> Iterator[None]:
+    """Install python-dispatcher kernels on CIA ops (cia_installs) for the duration of one trace.
+
+    The CIA kernel returning NotImplemented tells make_fx and FakeTensorMode to keep the op
+    as one node (the torch.export mechanism, `_override_composite_implicit_decomp`); the
+    autograd kernel decides what happens above autograd on the device types where eager runs
+    the composite body (not where the op has a kernel of its own: `has_device_kernel`).
+    Backend keys and the fake rule keep the original composite body so that running the op
+    (fake propagation, constants) still works; where FakeTensorMode would use the op's Python
+    reference, the body is tried first.
     Everything is restored on exit. Needs `enable_python_dispatcher()` around the trace.
     """
-    types = sorted({*device_types, "cpu", "meta"})
+    keys = [(t, _AUTOGRAD_KEY[t], _BACKEND_KEY[t]) for t in sorted({*device_types, "cpu", "meta"}) if t in _BACKEND_KEY]
     saved: dict[torch._ops.OpOverload, dict[Any, Any]] = {}
     fake_rules: list[torch._ops.OpOverload] = []
     ref_rules: dict[torch._ops.OpOverload, Callable[..., Any]] = {}  # FakeTensorMode: body first
+    impls = fake_impls.op_implementations_dict
     try:
-        for op, (autograd_kernel, cia_kernel) in kernels.items():
-            original = cia_decomposition(op)
-            saved[op] = op.py_kernels.copy()
-            for t in types:
-                if t not in _BACKEND_KEY or has_device_kernel(op, t):
-                    continue  # there eager runs the op's own kernel and derivative formula
-                op.py_kernels.setdefault(_AUTOGRAD_KEY[t], autograd_kernel)
-                op.py_kernels.setdefault(_BACKEND_KEY[t], original)
-            op.py_kernels[DK.CompositeImplicitAutograd] = cia_kernel
+        for op, autograd_kernel, original, cia_kernel, body, fake_rule in installs:
+            table = op.py_kernels
+            saved[op] = table.copy()
+            for t, autograd_key, backend_key in keys:
+                if not has_device_kernel(op, t):  # else eager runs the op's own kernel and derivative formula
+                    table.setdefault(autograd_key, autograd_kernel)
+                    table.setdefault(backend_key, original)
+            table[DK.CompositeImplicitAutograd] = cia_kernel
             op._dispatch_cache.clear()
-            body = _checked_body(op, original)
-            if op not in fake_impls.op_implementations_dict:
-                fake_impls.op_implementations_dict[op] = _fake_rule(body)
+            if op not in impls:
+                impls[op] = fake_rule
                 fake_rules.append(op)
-            if op in decomposition_table:
-                ref_rules[op] = _body_or_ref(body, decomposition_table[op])
+            ref = decomposition_table.get(op)
+            if ref is not None:
+                ref_rules[op] = _body_or_ref(body, ref)
         with override_fake_rules(ref_rules):
             yield
     finally:
         for op, table in saved.items():
             _set_py_kernels(op, table)
         for op in fake_rules:
-            fake_impls.op_implementations_dict.pop(op, None)
+            impls.pop(op, None)
 
 
 @contextlib.contextmanager

@@ -54,6 +54,7 @@ class DecompPlan:
     kept: dict[Any, str]  # op -> why it is never decomposed (policy + keep_ops)
     # tracing's python-dispatcher kernels for preserved_cia, made at the plan's first trace
     _cia_kernels: dict[Any, Any] = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
+    _cia_installs: list[Any] = dataclasses.field(default_factory=list, init=False, compare=False, repr=False)
 
     def decomposes(self, op: Any) -> bool:
         """At trace time: should `op`, called right now, be decomposed?"""
@@ -82,13 +83,20 @@ class DecompPlan:
         return dataclasses.replace(self, preserved_cia=self.preserved_cia - {op})
 
     def cia_kernels(self) -> dict[torch._ops.OpOverload, tuple[Callable[..., Any], Callable[..., Any]]]:
-        """Per preserved CIA op, (autograd kernel, CIA kernel) for compat.override_cia_kernels;
+        """Per preserved CIA op, (autograd kernel, CIA kernel) for compat.cia_installs;
         made once per plan (a thousand closures: per compile, they cost more in the garbage
         collector's passes they set off than to make), each trace's state in _TRACE."""
         if not self._cia_kernels:
             self._cia_kernels.update({op: (_autograd_kernel(self, op), _gated(self, op, _decomposition(op), compat.cia_decomposition(op)))
                                       for op in self.preserved_cia})
         return self._cia_kernels
+
+    def cia_installs(self) -> tuple[compat.CiaInstall, ...]:
+        """cia_kernels() with each op's composite body and the rules made from it, for
+        compat.override_cia_kernels; made once per plan."""
+        if not self._cia_installs:
+            self._cia_installs.extend(compat.cia_installs(self.cia_kernels()))
+        return tuple(self._cia_installs)
 
     def summary(self) -> str:
         lines = [
@@ -175,7 +183,7 @@ def tracing(plan: DecompPlan, device_type: str) -> Iterator[None]:
         with (
             compat.enable_python_dispatcher(),
             compat.override_fake_rules(statistics_fake_rules(device_type), static=True),
-            compat.override_cia_kernels(plan.cia_kernels(), [device_type]),
+            compat.override_cia_kernels(plan.cia_installs(), [device_type]),
             eager_cudnn_batch_norm(plan.decomposes, device_type),
             eager_derivatives(plan.decomposes_call, functools.partial(_selected, plan), device_type),
         ):
