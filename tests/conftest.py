@@ -55,6 +55,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     items.sort(key=lambda item: item.path.name not in _SLOW_FILES)
 
 
+def low_precision_cases(opinfos: list[tuple[str, str]]) -> list:
+    """(name, variant, dtype, where) for an OpInfo test in float16 and bfloat16: both dtypes in
+    the default mode; in a lite-mode compile region, one per op, float16 and bfloat16 in turn
+    down the list. A region selects and annotates nodes whatever their dtype, and its kernels
+    are the default mode's, so the region's second dtype doubled compiles that found nothing
+    the others did not (2026-12-03: ~120 worker-seconds of a suite at its 20-minute limit)."""
+    cases = []
+    for i, (name, variant) in enumerate(opinfos):
+        op_id = f"{name}-{variant}" if variant else name
+        for dtype, where in ((torch.float16, "default mode"), (torch.bfloat16, "default mode"),
+                             ((torch.float16, torch.bfloat16)[i % 2], "lite region")):
+            cases.append(pytest.param(name, variant, dtype, where, id=f"{op_id}-{str(dtype)[6:]}-{where}"))
+    return cases
+
+
 def skip_unless(device: str):
     return pytest.mark.skipif(not device_available(device), reason=f"no {device} device on this machine")
 

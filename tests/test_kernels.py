@@ -18,7 +18,7 @@ import xpu_lite.codegen.wrapper
 from xpu_lite.lowering import DecisionKind, FallbackKind, LoweringError
 from xpu_lite.report import capture
 
-from .conftest import assert_bitwise
+from .conftest import assert_bitwise, low_precision_cases
 
 RTOL = ATOL = 1e-5
 FLOAT_OPINFOS = [
@@ -122,9 +122,7 @@ def test_opinfo_float32(device: str, name: str, variant: str, where: str) -> Non
     assert kernels > 0, f"no sample of {name} was lowered to a kernel"
 
 
-@pytest.mark.parametrize("where", ["default mode", "lite region"])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("name,variant", FLOAT_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in FLOAT_OPINFOS])
+@pytest.mark.parametrize("name,variant,dtype,where", low_precision_cases(FLOAT_OPINFOS))
 def test_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch.dtype, where: str) -> None:
     op = _opinfo(name, variant)
     if dtype not in op.supported_dtypes(device):

@@ -18,7 +18,7 @@ import xpu_lite
 from xpu_lite.report import capture
 from xpu_lite.runtime import PERSISTENT_MAX
 
-from .conftest import assert_bitwise
+from .conftest import assert_bitwise, low_precision_cases
 from .test_kernels import LOW_PRECISION_TOL, _closer_than_eager, _opinfo, _run_samples, _to
 
 LOOPED_ROW = PERSISTENT_MAX["cpu"] + 476  # > the largest block on every target: looped
@@ -85,9 +85,7 @@ def test_reduction_opinfo_float32(device: str, name: str, variant: str, where: s
     assert kernels > 0, f"no sample of {name} was lowered to a kernel"
 
 
-@pytest.mark.parametrize("where", ["default mode", "lite region"])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("name,variant", REDUCTION_OPINFOS, ids=[f"{n}-{v}" if v else n for n, v in REDUCTION_OPINFOS])
+@pytest.mark.parametrize("name,variant,dtype,where", low_precision_cases(REDUCTION_OPINFOS))
 def test_reduction_opinfo_low_precision(device: str, name: str, variant: str, dtype: torch.dtype, where: str) -> None:
     op = _opinfo(name, variant)
     if dtype not in op.supported_dtypes(device):
