@@ -91,12 +91,12 @@ class DecompPlan:
                                       for op in self.preserved_cia})
         return self._cia_kernels
 
-    def cia_installs(self) -> tuple[compat.CiaInstall, ...]:
+    def cia_installs(self) -> list[compat.CiaInstall]:
         """cia_kernels() with each op's composite body and the rules made from it, for
-        compat.override_cia_kernels; made once per plan."""
+        compat.override_cia_kernels; made once per plan (the plan's own list: not to change)."""
         if not self._cia_installs:
             self._cia_installs.extend(compat.cia_installs(self.cia_kernels()))
-        return tuple(self._cia_installs)
+        return self._cia_installs
 
     def summary(self) -> str:
         lines = [
