@@ -319,9 +319,9 @@ def unlisted_aliasing(monkeypatch):
     """policy.ALIASING_CIA empty for the test, and no plan made with or without it cached
     (build_plan makes one per config) before or after it."""
     monkeypatch.setattr(xpu_lite.decomp.plan, "ALIASING_CIA", frozenset())
-    xpu_lite.decomp.plan.build_plan.cache_clear()
+    xpu_lite.decomp.plan._plan.cache_clear()
     yield
-    xpu_lite.decomp.plan.build_plan.cache_clear()
+    xpu_lite.decomp.plan._plan.cache_clear()
 
 
 @pytest.mark.parametrize("listed", [True, False], ids=["listed", "found while tracing"])
@@ -1011,3 +1011,37 @@ def test_a_plan_and_its_kernels_are_made_once_per_config() -> None:
     op = torch.ops.aten._fused_rms_norm.default
     narrower = plan.without_preserving(op)
     assert op in kernels and op not in narrower.cia_kernels() and op in plan.cia_kernels()
+
+
+def test_a_composite_custom_op_registered_after_a_compile_is_preserved() -> None:
+    """The preserved CIA ops are read again when the dispatcher's CompositeImplicitAutograd
+    registrations change: a custom op registered after a lite compile with the same options
+    stays one node in the next compile, forward and backward (until 2026-12-03 the first
+    compile's set was kept, and the op was traced through as cos and mul), and a misspelt
+    name's suggestions include it."""
+    x = torch.randn(5, requires_grad=True)
+    torch.compile(lambda a: a.sin() + 1, backend="xpu_lite", mode="lite")(x.detach())  # this config's plan
+    plan = build_plan(parse_config("lite"))
+    with pytest.raises(ValueError, match="closest matches"):  # the suggestions' list made before the op exists
+        parse_config("lite", {"keep_ops": ["xpu_lite_test_late.scaleed"]})
+    lib = torch.library.Library("xpu_lite_test_late", "DEF")
+    try:
+        lib.define("scaled(Tensor x) -> Tensor")
+        lib.impl("scaled", lambda a: a.cos() * 3, "CompositeImplicitAutograd")
+
+        def fn(a):
+            return torch.ops.xpu_lite_test_late.scaled(a) + 1
+
+        compiled = torch.compile(fn, backend="xpu_lite", mode="lite")
+        got, (forward, backward) = xpu_lite.run_and_get_code(lambda a: compiled(a).sum().backward(), x)
+        assert "torch.ops.xpu_lite_test_late.scaled.default(" in forward, forward
+        assert "cos" not in forward, forward
+        got_grad, x.grad = x.grad, None
+        fn(x).sum().backward()
+        assert_bitwise(got_grad, x.grad)
+        assert build_plan(parse_config("lite")) is not plan
+        with pytest.raises(ValueError, match=r"closest matches: xpu_lite_test_late\.scaled"):  # and now it does
+            parse_config("lite", {"keep_ops": ["xpu_lite_test_late.scaleed"]})
+    finally:
+        lib._destroy()
+    assert build_plan(parse_config("lite")) is plan  # the registrations as before: the plan as before

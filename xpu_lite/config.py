@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-from functools import lru_cache
 from typing import Any
 
 import torch
@@ -157,9 +156,9 @@ def _overload_names(packet: torch._ops.OpOverloadPacket) -> str:
     return ", ".join(str(op) for op in _dispatcher_overloads(packet))
 
 
-@lru_cache(maxsize=1)
 def _all_op_names() -> tuple[str, ...]:
-    """'aten.add.Tensor', 'aten.add' ... for every registered operator (for suggestions)."""
+    """'aten.add.Tensor', 'aten.add' ... for every operator registered now (for suggestions;
+    an error's path only, so not cached: a custom op registered since counts)."""
     names: set[str] = set()
     for full in compat.dispatcher_op_names():
         ns, _, rest = full.partition("::")

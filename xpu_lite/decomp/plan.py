@@ -122,14 +122,20 @@ def _float_beyond_its_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bo
     return any(type(a) is float and math.isfinite(a) and abs(a) > limit for a in operands)
 
 
-@functools.lru_cache(maxsize=16)
 def build_plan(config: LiteConfig) -> DecompPlan:
-    """The plan for a config, made once per config (LiteConfig is frozen): a compile's
-    plan and its kernels are the same objects as the last compile's with those options."""
+    """The plan for a config, made once per config (LiteConfig is frozen) and set of
+    CompositeImplicitAutograd registrations: a compile's plan and its kernels are the same
+    objects as the last compile's with those options, unless a composite custom op was
+    registered in between (then the new plan preserves it too)."""
+    return _plan(config, compat.cia_registrations())
+
+
+@functools.lru_cache(maxsize=16)
+def _plan(config: LiteConfig, cia_registrations: frozenset[str]) -> DecompPlan:
     decompose, keep = policy()
     kept = dict(keep)
     kept.update({op: "keep_ops option" for op in config.keep_ops})
-    preservable = frozenset(op for op in compat.preservable_cia_ops() - ALIASING_CIA if returns_tensors(op))
+    preservable = frozenset(op for op in compat.preservable_cia_ops(cia_registrations) - ALIASING_CIA if returns_tensors(op))
     kept_overloads = [op for op in config.keep_ops if isinstance(op, torch._ops.OpOverload)]  # not flex attention
     for op in kept_overloads:  # (an out= or in-place overload never is in the functional graphs: moot)
         if compat.is_cia_op(op) and op not in preservable and not op._schema.is_mutable:
