@@ -1017,9 +1017,11 @@ def test_a_composite_custom_op_registered_after_a_compile_is_preserved() -> None
     """The preserved CIA ops are read again when the dispatcher's CompositeImplicitAutograd
     registrations change: a custom op registered after a lite compile with the same options
     stays one node in the next compile, forward and backward (until 2026-12-03 the first
-    compile's set was kept, and the op was traced through as cos and mul), and a misspelt
-    name's suggestions include it."""
+    compile's set was kept, and the op was traced through as cos and mul); `keep_ops` may
+    name it (the default mode refused it as not preservable), and a misspelt name's
+    suggestions include it."""
     x = torch.randn(5, requires_grad=True)
+    torch.compile(lambda a: a.sin() + 1, backend="xpu_lite")(x.detach())  # its imports register composite ops
     torch.compile(lambda a: a.sin() + 1, backend="xpu_lite", mode="lite")(x.detach())  # this config's plan
     plan = build_plan(parse_config("lite"))
     with pytest.raises(ValueError, match="closest matches"):  # the suggestions' list made before the op exists
@@ -1040,6 +1042,10 @@ def test_a_composite_custom_op_registered_after_a_compile_is_preserved() -> None
         fn(x).sum().backward()
         assert_bitwise(got_grad, x.grad)
         assert build_plan(parse_config("lite")) is not plan
+        kept = torch.compile(lambda a: fn(a), backend="xpu_lite", options={"keep_ops": ["xpu_lite_test_late.scaled"]})
+        got, (source,) = xpu_lite.run_and_get_code(kept, x.detach())  # the default mode keeps it where asked
+        assert "torch.ops.xpu_lite_test_late.scaled.default(" in source, source
+        assert_bitwise(got, fn(x.detach()))
         with pytest.raises(ValueError, match=r"closest matches: xpu_lite_test_late\.scaled"):  # and now it does
             parse_config("lite", {"keep_ops": ["xpu_lite_test_late.scaleed"]})
     finally:
