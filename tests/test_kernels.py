@@ -172,6 +172,34 @@ def test_one_kernel_source_for_all_sizes(device: str) -> None:
     assert source.count("tl.store(") == 1  # intermediates stay in registers
 
 
+def test_each_load_and_store_of_a_kernel_names_its_fx_node(device: str) -> None:
+    """A kernel's parameters are in_ptr0, out_ptr0...: each line reading or writing one says
+    which graph node's tensor it is (a view's root), in a reduction's strategies, an
+    indirect load and an atomic store too."""
+    def fn(x, i):
+        return F.layer_norm(x[i], x.shape[-1:]) * 2, x.index_add(0, i, x[:3].sin())
+
+    x, i = torch.randn(6, 8, device=device), torch.tensor([1, 4, 2], device=device)
+    with capture() as reports:
+        result = torch.compile(fn, backend="xpu_lite", dynamic=True)(x, i)
+    for got, want in zip(result, fn(x, i), strict=True):
+        _close(got, want)
+    (report,) = reports
+    inputs = re.search(r"= args  # (.+)", report.source).group(1).split(", ")  # the graph's placeholders
+    nodes = {d.node for d in report.decisions} | set(inputs)
+    named = {kind: set() for kind in ("load", "store")}
+    assert len(report.kernels) >= 3, report.kernels  # the norm's two strategies, the index_add's
+    for source in report.kernels:
+        for line in source.splitlines():
+            kind = "load" if "tl.load(" in line else "store" if re.search(r"tl\.(store|atomic_\w+)\(", line) else None
+            if kind:
+                name = line.rsplit("  # ", 1)[1] if "  # " in line else None
+                assert name in nodes, f"{line.strip()!r} names no node of {sorted(nodes)}"
+                named[kind].add(name)
+    assert len(named["load"] & set(inputs)) == 2, named  # x (through its views) and i
+    assert any(d.op.startswith("aten.index_put") for d in report.decisions if d.node in named["store"]), named
+
+
 def test_a_kernel_computes_each_constant_size_and_operation_once(device: str) -> None:
     """What rules build more than once (a window's bound checks against 0 and a size; the
     `x * 2` of two nodes) is one line of the kernel, named for its first node."""

@@ -263,7 +263,7 @@ class _Source:
             prelude, text = scalar_or_compute(value, name, [self.names[a] for a in getattr(value, "args", ())], self.table,
                                               "[XBLOCK, 1]")
             self.out.lines(prelude)
-        self.out.line(f"{name} = {text}", comment(value))
+        self.out.line(f"{name} = {text}", comment(value, self.k))
         self.names[i] = name
 
     def _scan(self, i: int, name: str) -> None:
@@ -444,7 +444,7 @@ class _Source:
         element = ir.RINDEX in store.index.free_symbols
         value = self.names[store.value]
         self.out.line(f"tl.store({store.buffer} + ({index}), {stored_value(value, buf.dtype, self.target)}, "
-                      f"mask={'mask' if element else 'xmask'})")
+                      f"mask={'mask' if element else 'xmask'})", buf.node)
 
 
 def _unary(entry: object, operand: str) -> str:

@@ -106,7 +106,7 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
                     out.lines(bounds_check(kernel, f"tmp{i}", value.bounds, value.message, _live(value)))
                 prelude, text = _value(value, table, lanes, i, by_value, by_bits)
                 out.lines(prelude)
-                out.line(f"tmp{i} = {text}", comment(value))
+                out.line(f"tmp{i} = {text}", comment(value, kernel))
         for k, store in enumerate(kernel.stores):
             buf = next(b for b in kernel.outputs if b.name == store.buffer)
             # a 0-dim result (a constant) is written once, by lane 0 (a tiled kernel stores none)
@@ -122,9 +122,9 @@ def kernel_source(kernel: ir.Kernel, target: str) -> str:
                          f"a NaN's sign bit {'cleared' if store.accumulate == 'max' else 'set'}: the atomic keeps it")
                 value = f"store{k}_value"
             if store.accumulate:  # sem="relaxed": only the result matters, not the order of the atomics
-                out.line(f"tl.atomic_{store.accumulate}({pointer}, {value}, mask={mask}, sem='relaxed')")
+                out.line(f"tl.atomic_{store.accumulate}({pointer}, {value}, mask={mask}, sem='relaxed')", kernel.node_of(store.buffer))
             else:
-                out.line(f"tl.store({pointer}, {value}, mask={mask})")
+                out.line(f"tl.store({pointer}, {value}, mask={mask})", kernel.node_of(store.buffer))
     return out.text()
 
 
@@ -304,6 +304,9 @@ def _float32(value: float) -> float:
         return math.copysign(math.inf, value)
 
 
-def comment(value: ir.Value) -> str:
+def comment(value: ir.Value, kernel: ir.Kernel) -> str:
+    """The FX node a value line comes from: a computation's node, the node a load reads."""
+    if isinstance(value, ir.Load):
+        return kernel.node_of(value.buffer)
     return value.node if isinstance(value, ir.Compute) else ""
 

@@ -48,7 +48,7 @@ def convert_scalar(value: float | int | bool, dtype: torch.dtype) -> float | int
 
 @dataclasses.dataclass(frozen=True)
 class Buffer:
-    name: str  # the wrapper variable holding the tensor
+    name: str  # the kernel's parameter for the tensor (in_ptr0, out_ptr0), passed in order by the wrapper
     dtype: torch.dtype
     sizes: tuple[sympy.Expr, ...]
     strides: tuple[sympy.Expr, ...]
@@ -56,6 +56,7 @@ class Buffer:
     # user's torch.tensor(2.0)): the wrapper passes its value (`.item()`, no device copy,
     # no sync) and the kernel reads a float32 argument, exact for float32/float16/bfloat16
     by_value: bool = False
+    node: str = ""  # the FX node whose tensor it is (the root of the views read): the source's comments
 
     def extent(self) -> sympy.Expr:
         """1 + the largest element offset the tensor addresses (views of it stay inside)."""
@@ -246,6 +247,10 @@ class Kernel:
         label) and the ops it computes, `kernel_0_mul_add_gelu` (a reduction's strategies
         add `_persistent` and `_looped`)."""
         return f"{self.name}_{self.title}" if self.title else self.name
+
+    def node_of(self, buffer: str) -> str:
+        """The FX node whose tensor the parameter `buffer` is (a load's, a store's comment)."""
+        return next((b.node for b in (*self.inputs, *self.outputs) if b.name == buffer), "")
 
     @property
     def is_reduction(self) -> bool:

@@ -120,7 +120,7 @@ class KernelBuilder:
         if root not in self.inputs:
             by_value = root_val.dim() == 0 and root_val.device.type == "cpu" and root_val.dtype in BY_VALUE_DTYPES
             name = f"in_val{len(self.inputs)}" if by_value else f"in_ptr{len(self.inputs)}"
-            self.inputs[root] = ir.Buffer(name, root_val.dtype, sizes_of(root), strides_of(root_val), by_value)
+            self.inputs[root] = ir.Buffer(name, root_val.dtype, sizes_of(root), strides_of(root_val), by_value, root.name)
         offset = sym_expr(val.storage_offset()) - sym_expr(root_val.storage_offset()) if root is not node else 0
         return self._add(ir.Load(self.inputs[root].name, index + offset, ir.compute_dtype(val.dtype), mask, bounds, message))
 
@@ -428,7 +428,7 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
     for i, node in enumerate(stored):
         val = node.meta["val"]
         shape = sizes_of(node)
-        buf = ir.Buffer(f"out_ptr{i}", val.dtype, shape, strides_of(val))
+        buf = ir.Buffer(f"out_ptr{i}", val.dtype, shape, strides_of(val), node=node.name)
         outputs.append(buf)
         stores.append(ir.Store(buf.name, builder.index(shape, shape, buf.strides), value_of[node]))
     kept = [s for d, s in enumerate(space.sizes) if d not in space.rdims]

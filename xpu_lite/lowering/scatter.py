@@ -229,7 +229,7 @@ def build_scatter(name: str, node: torch.fx.Node, is_view: Any, inlined: frozens
     b = KernelBuilder(space, None, is_view, name, inlined)
     at, value, accumulate, message = LOWERINGS.rule(node)(b, node, *node.args)
     val = node.meta["val"]
-    out = ir.Buffer("out_ptr0", val.dtype, sizes_of(node), strides_of(val))
+    out = ir.Buffer("out_ptr0", val.dtype, sizes_of(node), strides_of(val), node=node.name)
     bounds = tuple((c, out.sizes[d]) for d, c in enumerate(at) if isinstance(c, int))
     index = sum(((ir.value_symbol(c) if isinstance(c, int) else c) * st for c, st in zip(at, out.strides)), sympy.Integer(0))
     kernel = ir.Kernel(
