@@ -164,6 +164,79 @@ def test_setitem_copies_are_kernels(device: str, dtype: torch.dtype) -> None:
     assert len(reports[0].kernels) == len({d.kernel.split()[0] for d in reports[0].decisions if d.kernel})
 
 
+def _pieces(a, b):  # a buffer filled in slices: `out[:, :k] = ...` is out[0:][:, :k] written back twice
+    out = torch.empty(a.shape[0], a.shape[1] + b.shape[1], device=a.device)
+    out[:, :a.shape[1]] = a * 3
+    out[:, a.shape[1]:] = b.neg()
+    return out
+
+
+def _rows(a, b):
+    out = torch.zeros(2, *a.shape, device=a.device)
+    out[0] = a + 1
+    out[1] = b.relu()
+    return out * 3, a * 2
+
+
+def test_a_buffer_filled_in_slices_is_one_kernel(device: str) -> None:
+    """AOTAutograd writes `out[:, a:b] = v` back through each view: the outer write-back is
+    a slice_scatter of every element, which is its source (replaced by it before fusion,
+    as Inductor's post-grad pass does), and the next piece's copy only takes its
+    destination's sizes: every piece of the buffer in one kernel storing it once (2 kernels
+    for two slices, 3 for two rows before). Bitwise eager's, eager's strides, one source
+    for all sizes; explain names the replaced nodes beside their sources."""
+    cases = ((_pieces, lambda n: ((n, 3), (n, 4)), 2), (_rows, lambda n: ((n, 3), (n, 3)), 0))  # rows: select_scatters
+    for fn, shapes, replaced in cases:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="xpu_lite", dynamic=True)
+        with capture() as reports:
+            for n in (5, 7):  # no size equal to another (duck sizing would compile again)
+                a, b = (torch.randn(*s, device=device) for s in shapes(n))
+                got, want = compiled(a, b), fn(a, b)
+                assert_bitwise(got, want)
+                for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
+                    assert g.stride() == w.stride()
+        (report,) = reports
+        buffer = [k for k in report.kernels if "slice_scatter" in k or "select_scatter" in k]
+        assert len(buffer) == 1 and buffer[0].count("tl.store(") == 1, report.kernels
+        assert not any(d.op.endswith("_scatter.default") and d.kind is not DecisionKind.KERNEL for d in report.decisions)
+        notes = [d.note for d in report.decisions if "a slice_scatter of every element is its source" in d.note]
+        assert len(notes) == replaced, [d.note for d in report.decisions]
+    got = compiled(*(torch.randn(5, 3, device=device) for _ in range(2)))
+    assert got[0].data_ptr() != got[1].data_ptr()  # two outputs, two buffers
+
+
+def _update(x, y):
+    out = x.clone()
+    out[:, 1:3] = y.exp()
+    return out
+
+
+def test_a_clone_written_in_a_slice_is_computed_in_the_write_back(device: str) -> None:
+    """The copy into `out[:, 1:3]` takes only the slice's sizes, so nothing reads the
+    clone but the write-back (which keeps its other elements): the clone is computed
+    there, never stored. Training: the forward stores `exp` (saved for the backward) and
+    the result, 2 kernels (3 before, the clone's own storing it); gradients as eager's."""
+    compiled = torch.compile(_update, backend="xpu_lite", dynamic=True)
+    with capture() as reports:
+        for n in (5, 7):
+            x, y = torch.randn(n, 6, device=device), torch.randn(n, 2, device=device)
+            xc, yc = x.clone().requires_grad_(), y.clone().requires_grad_()
+            x.requires_grad_(), y.requires_grad_()
+            got, want = compiled(xc, yc), _update(x, y)
+            assert_bitwise(got, want)
+            grad = torch.randn_like(want)
+            got.backward(grad)
+            want.backward(grad)
+            assert_bitwise(xc.grad, x.grad)
+            torch.testing.assert_close(yc.grad, y.grad, rtol=1e-5, atol=1e-5)  # exp's gradient: a product in a kernel
+    forward = next(r for r in reports if r.kind == "forward")
+    assert len(forward.kernels) == 2 and sum(k.count("tl.store(") for k in forward.kernels) == 2, forward.kernels
+    clone = next(d for d in forward.decisions if d.op == "aten.clone.default")
+    stores = [line for k in forward.kernels for line in k.splitlines() if "tl.store(" in line]
+    assert clone.kernel and not any(line.endswith(f"# {clone.node}") for line in stores), stores
+
+
 def test_training_gradients_pass_through_placing_kernels(device: str) -> None:
     """The backward graphs of cat, pad and slicing are slices, negative pads and
     slice_scatters: lowered too, and the gradients equal eager's bit for bit."""

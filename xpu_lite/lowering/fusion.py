@@ -137,7 +137,7 @@ def fuse(gm: torch.fx.GraphModule, decisions: dict[str, Decision]) -> list[Group
             runs.append(current)
     flush()
     sunk = _taken_by_readers(runs, is_view, inlined, sized,
-                             lambda n: is_view(n) or n.name in decisions and decisions[n.name].kind is DecisionKind.SIZE)
+                             lambda n: is_view(n) or n in inlined or n.name in decisions and decisions[n.name].kind is DecisionKind.SIZE)
     moved = moved or sunk
     parts = [part for run in runs for part in ([run] if run.scatter else _stored_scalars_apart(run))]
     if moved or len(parts) > len(runs):
@@ -184,7 +184,7 @@ def _loaded_roots(node: torch.fx.Node, inlined: frozenset[torch.fx.Node], is_vie
             continue
         if arg in inlined:  # a pointwise one reads its inputs of its shape at its coordinates
             aligned = aligned and LOWERINGS.pointwise(arg)
-            todo += [(a, aligned and _tensor_shape(a) in (sizes_of(arg), ())) for a in arg.all_input_nodes]
+            todo += [(a, aligned and _tensor_shape(a) in (sizes_of(arg), ())) for a in LOWERINGS.read_inputs(arg)]
         else:
             roots.append(view_root(arg, is_view))
     return roots
@@ -231,13 +231,16 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     gradient's partial sum `a + b`, read by `+ c` after the matmul that computes c, is
     computed in c's kernel and never stored (one of llama's per layer). The run's nodes
     move to just before the reader's first member, and with them what reads them in
-    between where `follows` (views, sizes: moves.moving_with); what they read comes
-    before them already. `runs` is updated in place. Whether any moved."""
+    between where `follows` (views, sizes, inlined producers, which run where their
+    readers do: moves.moving_with); what they read comes before them already. A copy
+    into a slice of the run's value, which a kernel computes from its source alone, does
+    not read it (`x.clone()` then `out[:, 1:3] = v`: the clone joins the write-back's
+    kernel). `runs` is updated in place. Whether any moved."""
     moved, i = False, 0
     run_of = {m: r for r in runs for m in r.members}
     while i < len(runs):
         run = runs[i]
-        readers = [run_of.get(user) for user in _readers_outside(run, is_view) - sized]
+        readers = [run_of.get(user) for user in _readers_outside(run, is_view, lambda n: n in run_of or n in inlined) - sized]
         reader = readers[0] if readers and all(r is readers[0] for r in readers) else None
         span = nodes_between(run.members[0], reader.members[0]) if reader is not None and any(r is reader for r in runs[i + 1:]) else []
         moving = moving_with(run.members, span, follows) if span and not (run.scatter or run.space.rdims or reader.scatter) else None
@@ -255,11 +258,13 @@ def _taken_by_readers(runs: list[_Run], is_view: Any, inlined: frozenset[torch.f
     return moved
 
 
-def _readers_outside(run: _Run, is_view: Any) -> set[torch.fx.Node]:
-    """The nodes outside `run` that read its members, through views too (the views themselves not)."""
+def _readers_outside(run: _Run, is_view: Any, computed: Any = lambda node: False) -> set[torch.fx.Node]:
+    """The nodes outside `run` that read its members, through views too (the views themselves
+    not), but those a kernel computes (`computed`) taking its sizes alone (LOWERINGS.read_inputs:
+    copy's destination)."""
     members = set(run.members)
     return {user for node in (*run.members, *views_of(run.members, is_view)) for user in node.users
-            if not is_view(user) and user not in members}
+            if not is_view(user) and user not in members and not (computed(user) and node not in LOWERINGS.read_inputs(user))}
 
 
 def _adjacent(before: _Run, run: _Run, is_view: Any, inlined: frozenset[torch.fx.Node]) -> bool:

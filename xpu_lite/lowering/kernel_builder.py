@@ -420,9 +420,9 @@ def build_group(name: str, members: list[torch.fx.Node], space: Space, is_view: 
                 operands.append(arg)  # rules decide how a non-tensor argument is used
         value_of[node] = builder.apply(node, operands)
     for node in builder.recomputed:
-        if any(view_root(a, is_view) in member_set for a in node.all_input_nodes if a not in builder.in_registers):
+        if any(view_root(a, is_view) in member_set for a in LOWERINGS.read_inputs(node) if a not in builder.in_registers):
             raise ir.IRError(f"{name}: {node.name}, computed where it is gathered, reads a value computed in the same kernel")
-    if builder.in_registers:  # what only this kernel's inlined producers read needs no store
+    if builder.recomputed:  # what only this kernel's inlined producers read (or take the sizes of) needs no store
         stored = [n for n in stored if _read_outside(n, member_set | sized | _only_here(builder.recomputed, member_set), is_view)]
     outputs, stores = [], []
     for i, node in enumerate(stored):

@@ -5,6 +5,7 @@ symbolic sizes). Output: {node name: Decision}. Calls lowering checkers only.
 """
 from __future__ import annotations
 
+import dataclasses
 import operator
 from typing import Any
 
@@ -18,7 +19,8 @@ from ..runtime import DEVICE_PREFERENCE
 from .complex_pairs import float_pairs
 from .decisions import SUBGRAPHS_AS_TRACED, SUBGRAPHS_COMPILED, Decision, DecisionKind, FallbackKind, FallbackReason, LoweringError
 from .registry import LOWERINGS
-from .views import VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection
+from .views import (VIEW_OPS, absolute_offset_of_an_input, retrace_stale_views, slices_for_splits, view_rejection,
+                    whole_slice_scatters)
 
 aten = torch.ops.aten
 
@@ -57,14 +59,21 @@ def partition(gm: torch.fx.GraphModule, plan: DecompPlan, device_type: str) -> d
     """Decide every node. First, selected splits become one slice per output, selected
     complex views read as floats become views of float pairs (complex_pairs.py) and views
     whose traced values went stale are traced again (views.py): each edits the graph."""
-    slices_for_splits(gm, lambda node: node.target not in plan.kept and selected(node, plan.config))
-    float_pairs(gm, lambda node: node.target not in plan.kept and selected(node, plan.config))
-    retrace_stale_views(gm)
-    return {
+    compiled = lambda node: node.target not in plan.kept and selected(node, plan.config)  # noqa: E731
+    slices_for_splits(gm, compiled)
+    float_pairs(gm, compiled)
+    whole = whole_slice_scatters(gm, compiled) if device_type in DEVICE_PREFERENCE else {}
+    retrace_stale_views(gm)  # also the views of what whole_slice_scatters replaced
+    decisions = {
         node.name: decide(node, plan.config, plan.kept, device_type)
         for node in gm.graph.nodes
         if node.op in ("call_function", "call_method", "call_module", "get_attr")
     }
+    for src, names in whole.items():  # explain names them beside what stands for them
+        d = decisions[src]
+        note = f"also the result of {', '.join(names)}: a slice_scatter of every element is its source"
+        decisions[src] = dataclasses.replace(d, note="; ".join(filter(None, (d.note, note))))
+    return decisions
 
 
 def decide(node: torch.fx.Node, config: LiteConfig, kept: dict[Any, str], device_type: str) -> Decision:

@@ -122,6 +122,16 @@ class LoweringRegistry:
         entry = self._table.get(node.target)
         return () if entry is None else entry.unread
 
+    def read_inputs(self, node: torch.fx.Node) -> list[torch.fx.Node]:
+        """node's input nodes but those its rule does not read (unread: copy's destination,
+        whose sizes and dtype alone count: `copy(slice(buf), v)` reads v)."""
+        unread = self.unread(node)
+        if not unread:
+            return node.all_input_nodes
+        read = {a for p, a in enumerate(node.args) if p not in unread and isinstance(a, torch.fx.Node)}
+        skipped = {node.args[p] for p in unread if p < len(node.args)} - read
+        return [a for a in node.all_input_nodes if a not in skipped]
+
     def reads_coordinates(self, node: torch.fx.Node) -> bool:
         """Whether node's rule reads the element's coordinates (see Lowering)."""
         entry = self._table.get(node.target)

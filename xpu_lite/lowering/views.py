@@ -28,10 +28,11 @@ from typing import Any
 import operator
 from collections.abc import Callable
 
+import sympy
 import torch
 import torch.fx
 
-from .._torch_compat import fake_mode_of, free_unbacked_symbols, sym_expr
+from .._torch_compat import fake_mode_of, free_unbacked_symbols, provably_positive, sym_expr
 
 aten = torch.ops.aten
 
@@ -130,6 +131,81 @@ def _dim_arg(node: torch.fx.Node) -> Any:
     return node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
 
 
+def whole_slice_scatters(gm: torch.fx.GraphModule, selected: Callable[[torch.fx.Node], bool]) -> dict[str, list[str]]:
+    """Replace each selected `slice_scatter(base, src, dim, 0, end, 1)` that writes every
+    element of base (src of base's sizes, end past the dim) by src, where src has the
+    node's sizes, strides and dtype, and is a value of its own: not a graph input nor a
+    view (no new alias), nor a graph output where the node is one too. AOTAutograd's
+    functionalization writes `out[:, a:b] = v` back through each view level, the outer
+    one a slice of every row (`out[:, a:b]` is `out[0:][:, a:b]`): that slice_scatter is
+    its source itself (Inductor's post-grad slice_scatter_noop), and a kernel of its own
+    was one more pass over the tensor. Returns {src: [the nodes it replaced]} (explain's
+    note)."""
+    replaced: dict[str, list[str]] = {}
+    outputs = set(gm.graph.output_node().all_input_nodes)
+    inputs = {storage_id(n.meta.get("val")) for n in gm.graph.find_nodes(op="placeholder")} - {None}
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.slice_scatter.default or not selected(node):
+            continue
+        src = node.args[1]
+        dim, start, end, step = (list(node.args[2:]) + [None] * 4)[:4]
+        dim, step = node.kwargs.get("dim", 0 if dim is None else dim), node.kwargs.get("step", 1 if step is None else step)
+        start, end = node.kwargs.get("start", start), node.kwargs.get("end", end)
+        val, src_val = node.meta.get("val"), src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor) or not isinstance(src_val, torch.Tensor) or not isinstance(dim, int):
+            continue
+        if src.op != "call_function" or src.target in VIEW_OPS or (node in outputs and src in outputs) or not _fresh(src, inputs):
+            continue
+        if (start not in (0, None) or step != 1 or src_val.dtype != val.dtype or src_val.device != val.device
+                or not _same_sizes(src_val, val) or not _same_strides(src_val, val)):
+            continue
+        if end is not None and not (isinstance(end, int) and _past(end, val.shape[dim % val.dim()], val)):
+            continue
+        read = node.all_input_nodes
+        node.replace_all_uses_with(src)
+        gm.graph.erase_node(node)
+        _erase_dead(gm.graph, read)  # the base it was written into (a `full`), if nothing else reads it
+        replaced.setdefault(src.name, []).append(node.name)
+    if replaced:
+        gm.recompile()
+    return replaced
+
+
+def _fresh(node: torch.fx.Node, inputs: set[int]) -> bool:
+    """Whether node's traced value has a storage of its own: not a graph input's (`inputs`)
+    nor one of what it reads (an op returning an alias, a `getitem` of a split)."""
+    storage = storage_id(node.meta.get("val"))
+    if storage is None or storage in inputs:
+        return False
+    for arg in node.all_input_nodes:
+        val = arg.meta.get("val")
+        if storage in {storage_id(v) for v in (val if isinstance(val, (list, tuple)) else [val])}:
+            return False
+    return True
+
+
+def _erase_dead(graph: torch.fx.Graph, nodes: list[torch.fx.Node]) -> None:
+    """Erase those of `nodes` nothing reads any more, and in turn what only they read; not
+    graph inputs nor ops that write or draw random numbers (their call is an effect)."""
+    todo, erased = list(nodes), set()
+    while todo:
+        node = todo.pop()
+        if node in erased or node.users or node.op != "call_function" or node.is_impure() or _random(node):
+            continue
+        todo += node.all_input_nodes
+        graph.erase_node(node)
+        erased.add(node)
+
+
+def _random(node: torch.fx.Node) -> bool:
+    return isinstance(node.target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in node.target.tags
+
+
+def _past(end: int, size: Any, val: torch.Tensor) -> bool:
+    """Whether a slice's int `end` is at or past `size` for every input the graph accepts."""
+    return end >= 2**63 - 1 or provably_positive(sympy.Integer(end) - sym_expr(size) + 1, val)
+
+
 Span = Any  # an int, or a size node (its meta["val"] a SymInt)
 
 
@@ -213,6 +289,10 @@ def _trace(node: torch.fx.Node, base: torch.Tensor) -> torch.Tensor | None:
 
 def _same_sizes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.dim() == b.dim() and all(sym_expr(x) == sym_expr(y) for x, y in zip(a.shape, b.shape))
+
+
+def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.dim() == b.dim() and all(sym_expr(x) == sym_expr(y) for x, y in zip(a.stride(), b.stride()))
 
 
 def storage_id(val: Any) -> int | None:
